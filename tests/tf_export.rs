@@ -271,6 +271,52 @@ fn while_grad() -> Fixture {
         .fetch(&[&acc, &gx, &ga])
 }
 
+/// A loop nested in a loop body, `acc = acc0 * x^(n m)`, and its gradients with
+/// respect to `x` and `acc0` (the inner gradient loop runs inside the outer one).
+fn nested_while_grad() -> Fixture {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+    let acc0 = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+    let n = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+    let m = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+    let counted = |b: &Scope,
+                   limit: &Output,
+                   v: &Output,
+                   body: &dyn Fn(&Scope, &Output) -> actorflow::Result<Output>| {
+        let out = while_loop(
+            b,
+            |c, w| ops::less(c, &w[0], limit),
+            |c, w| {
+                Ok(vec![
+                    ops::add(c, &w[0], &ops::scalar(c, 1i32)?)?,
+                    body(c, &w[1])?,
+                ])
+            },
+            &[ops::scalar(b, 0i32)?, v.clone()],
+            &WhileOptions::default(),
+        )?;
+        Ok::<Output, actorflow::Status>(out[1].clone())
+    };
+    let acc = counted(&s, &n, &acc0, &|b, v| {
+        counted(b, &m, v, &|c, w| ops::mul(c, w, &x))
+    })
+    .unwrap();
+    let g = gradients(
+        &s,
+        std::slice::from_ref(&acc),
+        &[x.clone(), acc0.clone()],
+        None,
+    )
+    .unwrap();
+    let (gx, ga) = (g[0].clone().unwrap(), g[1].clone().unwrap());
+    Fixture::new("nested_while_grad", &s)
+        .feed(&x, Tensor::scalar(1.25f64))
+        .feed(&acc0, Tensor::scalar(0.5f64))
+        .feed(&n, Tensor::scalar(3i32))
+        .feed(&m, Tensor::scalar(2i32))
+        .fetch(&[&acc, &gx, &ga])
+}
+
 /// Three gradient-descent steps of a 3-5-1 tanh MLP on reference variables
 /// (`ApplyGradientDescent`), then the trained weights.
 ///
@@ -374,6 +420,7 @@ fn fixtures() -> Vec<Fixture> {
         cond_branches(),
         while_loop_fixture(),
         while_grad(),
+        nested_while_grad(),
         mlp_train(),
         fifo_queue(),
     ]
@@ -479,6 +526,20 @@ fn actorflow_answers_are_right() {
     let out = f.run(&graph_def_to_tf_bytes(&f.graph).unwrap());
     // acc = 2 * 1.5^4, d/dx = 4 * 2 * 1.5^3, d/dacc0 = 1.5^4
     let want = [2.0 * 1.5f64.powi(4), 8.0 * 1.5f64.powi(3), 1.5f64.powi(4)];
+    for (t, w) in out.iter().zip(want) {
+        assert!(
+            (t.scalar_value::<f64>().unwrap() - w).abs() < 1e-12,
+            "{t:?} vs {w}"
+        );
+    }
+    let f = nested_while_grad();
+    let out = f.run(&graph_def_to_tf_bytes(&f.graph).unwrap());
+    // acc = 0.5 * 1.25^6, d/dx = 6 * 0.5 * 1.25^5, d/dacc0 = 1.25^6
+    let want = [
+        0.5 * 1.25f64.powi(6),
+        3.0 * 1.25f64.powi(5),
+        1.25f64.powi(6),
+    ];
     for (t, w) in out.iter().zip(want) {
         assert!(
             (t.scalar_value::<f64>().unwrap() - w).abs() < 1e-12,

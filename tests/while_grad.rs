@@ -3,7 +3,7 @@
 
 use actorflow::graph::builder::{cond, while_loop, WhileOptions};
 use actorflow::graph::gradients::gradients;
-use actorflow::{ops, Code, DType, Output, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{ops, DType, Output, Scope, Session, SessionOptions, Shape, Tensor};
 
 fn session(s: &Scope) -> Session {
     Session::new(&s.graph_def(), SessionOptions::default()).unwrap()
@@ -302,38 +302,288 @@ fn gradient_of_a_loop_with_nested_conds_matches_numerical() {
     }
 }
 
+/// Feeds `(placeholder, value)` pairs and fetches `fetch` (all f64 scalars).
+fn run_scalars(
+    sess: &Session,
+    feeds: &[(&Output, f64)],
+    ints: &[(&Output, i32)],
+    fetch: &[&Output],
+) -> Vec<f64> {
+    let mut f: Vec<(String, Tensor)> = feeds
+        .iter()
+        .map(|(o, v)| (o.name(), Tensor::scalar(*v)))
+        .collect();
+    f.extend(ints.iter().map(|(o, v)| (o.name(), Tensor::scalar(*v))));
+    let f: Vec<(&str, Tensor)> = f.iter().map(|(k, t)| (k.as_str(), t.clone())).collect();
+    let names: Vec<String> = fetch.iter().map(|o| o.name()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    sess.run(&f, &names, &[])
+        .unwrap()
+        .iter()
+        .map(|t| f64_of(t)[0])
+        .collect()
+}
+
+/// `v = v0; n times: { s = v / 2; u = v; m times: u = u x + s; v = y tanh(u) }`: a
+/// loop in a loop body that reads a value of the outer body as a constant.
+fn nested_by_hand(x: f64, y: f64, v0: f64, n: i32, m: i32) -> f64 {
+    let mut v = v0;
+    for _ in 0..n {
+        let s = 0.5 * v;
+        let mut u = v;
+        for _ in 0..m {
+            u = u * x + s;
+        }
+        v = y * u.tanh();
+    }
+    v
+}
+
 #[test]
-fn a_nested_loop_in_a_loop_body_is_a_clear_error() {
+fn gradient_of_a_loop_nested_in_a_loop_body_matches_numerical() {
+    for (outer_par, inner_par) in [(1, 1), (10, 10), (1, 32), (32, 1)] {
+        let s = Scope::new();
+        let x = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+        let y = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+        let v0 = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+        let n = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+        let m = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+        let i0 = ops::scalar(&s, 0i32).unwrap();
+        let out = while_loop(
+            &s,
+            |b, v| ops::less(b, &v[0], &n),
+            |b, v| {
+                let half = ops::mul(b, &v[1], &ops::scalar(b, 0.5f64)?)?;
+                let inner = while_loop(
+                    b,
+                    |c, w| ops::less(c, &w[0], &m),
+                    |c, w| {
+                        Ok(vec![
+                            ops::add(c, &w[0], &ops::scalar(c, 1i32)?)?,
+                            ops::add(c, &ops::mul(c, &w[1], &x)?, &half)?,
+                        ])
+                    },
+                    &[ops::scalar(b, 0i32)?, v[1].clone()],
+                    &WhileOptions {
+                        parallel_iterations: inner_par,
+                        ..Default::default()
+                    },
+                )?;
+                Ok(vec![
+                    ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?,
+                    ops::mul(b, &y, &ops::tanh(b, &inner[1])?)?,
+                ])
+            },
+            &[i0, v0.clone()],
+            &WhileOptions {
+                parallel_iterations: outer_par,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let v = out[1].clone();
+        let g = gradients(
+            &s,
+            std::slice::from_ref(&v),
+            &[x.clone(), y.clone(), v0.clone()],
+            None,
+        )
+        .unwrap();
+        let g: Vec<Output> = g.into_iter().map(Option::unwrap).collect();
+        let sess = session(&s);
+        for (xv, yv, v0v, nv, mv) in [
+            (0.7f64, 1.3f64, 0.4f64, 3i32, 2i32),
+            (1.1, 0.9, -0.3, 4, 3),
+            (0.5, 1.5, 0.8, 1, 5),
+            (0.9, 1.2, 0.6, 3, 0),
+            (0.9, 1.2, 0.6, 0, 3),
+        ] {
+            let got = run_scalars(
+                &sess,
+                &[(&x, xv), (&y, yv), (&v0, v0v)],
+                &[(&n, nv), (&m, mv)],
+                &[&v, &g[0], &g[1], &g[2]],
+            );
+            let want = nested_by_hand(xv, yv, v0v, nv, mv);
+            assert!((got[0] - want).abs() < 1e-12, "{} vs {want}", got[0]);
+            let eps = 1e-6;
+            let f = |a: f64, b: f64, c: f64| nested_by_hand(a, b, c, nv, mv);
+            let num = [
+                (f(xv + eps, yv, v0v) - f(xv - eps, yv, v0v)) / (2.0 * eps),
+                (f(xv, yv + eps, v0v) - f(xv, yv - eps, v0v)) / (2.0 * eps),
+                (f(xv, yv, v0v + eps) - f(xv, yv, v0v - eps)) / (2.0 * eps),
+            ];
+            for k in 0..3 {
+                assert!(
+                    (got[1 + k] - num[k]).abs() < 1e-6 * (1.0 + num[k].abs()),
+                    "parallel ({outer_par}, {inner_par}), input {k} at ({xv}, {yv}, {v0v}, {nv}, {mv}): {} vs {}",
+                    got[1 + k],
+                    num[k]
+                );
+            }
+        }
+    }
+}
+
+/// Three loops deep: `v = v0 x^(a b c)`, so `dv/dx = a b c v0 x^(a b c - 1)`.
+#[test]
+fn gradient_of_loops_nested_three_deep() {
     let s = Scope::new();
     let x = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
-    let i0 = ops::scalar(&s, 0i32).unwrap();
-    let out = while_loop(
-        &s,
-        |b, v| ops::less(b, &v[0], &ops::scalar(b, 3i32)?),
-        |b, v| {
-            let j0 = ops::scalar(b, 0i32)?;
-            let inner = while_loop(
-                b,
-                |c, w| ops::less(c, &w[0], &ops::scalar(c, 2i32)?),
-                |c, w| {
-                    Ok(vec![
-                        ops::add(c, &w[0], &ops::scalar(c, 1i32)?)?,
-                        ops::mul(c, &w[1], &x)?,
-                    ])
-                },
-                &[j0, v[1].clone()],
-                &WhileOptions::default(),
-            )?;
-            Ok(vec![
-                ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?,
-                inner[1].clone(),
-            ])
-        },
-        &[i0, x.clone()],
-        &WhileOptions::default(),
-    )
-    .unwrap();
-    let e = gradients(&s, &[out[1].clone()], &[x], None).unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("nested while loop"), "{e}");
+    let v0 = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+    let counts: Vec<Output> = (0..3)
+        .map(|_| ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap())
+        .collect();
+    fn level(b: &Scope, v: &Output, x: &Output, counts: &[Output]) -> actorflow::Result<Output> {
+        let Some((n, rest)) = counts.split_first() else {
+            return ops::mul(b, v, x);
+        };
+        let out = while_loop(
+            b,
+            |c, w| ops::less(c, &w[0], n),
+            |c, w| {
+                Ok(vec![
+                    ops::add(c, &w[0], &ops::scalar(c, 1i32)?)?,
+                    level(c, &w[1], x, rest)?,
+                ])
+            },
+            &[ops::scalar(b, 0i32)?, v.clone()],
+            &WhileOptions::default(),
+        )?;
+        Ok(out[1].clone())
+    }
+    let v = level(&s, &v0, &x, &counts).unwrap();
+    let g = gradients(&s, std::slice::from_ref(&v), &[x.clone(), v0.clone()], None).unwrap();
+    let (gx, gv0) = (g[0].clone().unwrap(), g[1].clone().unwrap());
+    let sess = session(&s);
+    for (xv, v0v, abc) in [
+        (1.1f64, 0.5f64, [2, 3, 2]),
+        (0.9, 2.0, [1, 1, 4]),
+        (1.3, 1.5, [3, 0, 2]),
+        (-0.8, 1.0, [2, 2, 1]),
+    ] {
+        let ints: Vec<(&Output, i32)> = counts.iter().zip(abc).collect();
+        let got = run_scalars(&sess, &[(&x, xv), (&v0, v0v)], &ints, &[&v, &gx, &gv0]);
+        let p = abc.iter().product::<i32>();
+        let pf = f64::from(p);
+        assert!((got[0] - v0v * xv.powi(p)).abs() < 1e-12);
+        let want_gx = if p == 0 {
+            0.0
+        } else {
+            pf * v0v * xv.powi(p - 1)
+        };
+        assert!(
+            (got[1] - want_gx).abs() < 1e-9 * (1.0 + want_gx.abs()),
+            "{abc:?}: {} vs {want_gx}",
+            got[1]
+        );
+        assert!((got[2] - xv.powi(p)).abs() < 1e-9, "{abc:?}: {}", got[2]);
+    }
+}
+
+/// A loop inside a cond inside a loop body: `v = v < 1 ? (v x^m, by a loop) : v / 2 + x`.
+fn loop_in_cond_by_hand(x: f64, v0: f64, n: i32, m: i32) -> f64 {
+    let mut v = v0;
+    for _ in 0..n {
+        v = if v < 1.0 {
+            let mut u = v;
+            for _ in 0..m {
+                u *= x;
+            }
+            u + 0.25
+        } else {
+            v / 2.0 + x
+        };
+    }
+    v
+}
+
+#[test]
+fn gradient_of_a_loop_in_a_cond_in_a_loop_body_matches_numerical() {
+    for parallel in [1, 10] {
+        let s = Scope::new();
+        let x = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+        let v0 = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+        let n = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+        let m = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+        let out = while_loop(
+            &s,
+            |b, v| ops::less(b, &v[0], &n),
+            |b, v| {
+                let small = ops::less(b, &v[1], &ops::scalar(b, 1.0f64)?)?;
+                let r = cond(
+                    b,
+                    &small,
+                    |t| {
+                        let inner = while_loop(
+                            t,
+                            |c, w| ops::less(c, &w[0], &m),
+                            |c, w| {
+                                Ok(vec![
+                                    ops::add(c, &w[0], &ops::scalar(c, 1i32)?)?,
+                                    ops::mul(c, &w[1], &x)?,
+                                ])
+                            },
+                            &[ops::scalar(t, 0i32)?, v[1].clone()],
+                            &WhileOptions {
+                                parallel_iterations: parallel,
+                                ..Default::default()
+                            },
+                        )?;
+                        Ok(vec![ops::add(t, &inner[1], &ops::scalar(t, 0.25f64)?)?])
+                    },
+                    |f| {
+                        let half = ops::mul(f, &v[1], &ops::scalar(f, 0.5f64)?)?;
+                        Ok(vec![ops::add(f, &half, &x)?])
+                    },
+                )?;
+                Ok(vec![
+                    ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?,
+                    r[0].clone(),
+                ])
+            },
+            &[ops::scalar(&s, 0i32).unwrap(), v0.clone()],
+            &WhileOptions {
+                parallel_iterations: parallel,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let v = out[1].clone();
+        let g = gradients(&s, std::slice::from_ref(&v), &[x.clone(), v0.clone()], None).unwrap();
+        let (gx, gv0) = (g[0].clone().unwrap(), g[1].clone().unwrap());
+        let sess = session(&s);
+        for (xv, v0v, nv, mv) in [
+            (0.8f64, 0.5f64, 5i32, 3i32),
+            (1.2, 2.5, 4, 2),
+            (0.6, 0.9, 3, 0),
+            (0.7, 3.0, 6, 4),
+            // Both branches, in either order.
+            (0.3, 2.0, 5, 2),
+            (1.5, 0.9, 4, 2),
+        ] {
+            let got = run_scalars(
+                &sess,
+                &[(&x, xv), (&v0, v0v)],
+                &[(&n, nv), (&m, mv)],
+                &[&v, &gx, &gv0],
+            );
+            let want = loop_in_cond_by_hand(xv, v0v, nv, mv);
+            assert!((got[0] - want).abs() < 1e-12, "{} vs {want}", got[0]);
+            let eps = 1e-6;
+            let f = |a: f64, b: f64| loop_in_cond_by_hand(a, b, nv, mv);
+            let nx = (f(xv + eps, v0v) - f(xv - eps, v0v)) / (2.0 * eps);
+            let nv0 = (f(xv, v0v + eps) - f(xv, v0v - eps)) / (2.0 * eps);
+            assert!(
+                (got[1] - nx).abs() < 1e-6 * (1.0 + nx.abs()),
+                "d/dx at {xv},{v0v},{nv},{mv}: {} vs {nx}",
+                got[1]
+            );
+            assert!(
+                (got[2] - nv0).abs() < 1e-6 * (1.0 + nv0.abs()),
+                "d/dv0 at {xv},{v0v},{nv},{mv}: {} vs {nv0}",
+                got[2]
+            );
+        }
+    }
 }

@@ -150,7 +150,14 @@ pub(crate) fn bring_in(scope: &Scope, ctx: usize, o: &Output) -> Result<Output> 
             return crate::gradients::while_grad::accumulate(scope, ctx, fwd, o);
         }
     }
-    if !is_enclosing(scope, pc, ctx) {
+    // A value of a loop that encloses the forward loop: the enclosing gradient loop
+    // pops it, and it enters here from there.
+    let from_enclosing_gradient = || {
+        scope
+            .parent_context(ctx)
+            .is_some_and(|p| gradient_loop_sees(scope, p, pc))
+    };
+    if !is_enclosing(scope, pc, ctx) && !from_enclosing_gradient() {
         return Err(Status::invalid_argument(format!(
             "'{}' was created inside a cond branch or while loop and cannot be used outside it (use the loop's or cond's outputs)",
             o.name()
@@ -158,6 +165,25 @@ pub(crate) fn bring_in(scope: &Scope, ctx: usize, o: &Output) -> Result<Output> 
         .with_node(o.op().name()));
     }
     add_value(scope, ctx, o)
+}
+
+/// Whether `ctx` or a context around it is the gradient loop of a forward loop
+/// whose body (through conds only) holds context `pc`.
+fn gradient_loop_sees(scope: &Scope, ctx: usize, pc: Option<usize>) -> bool {
+    let Some(pc) = pc else {
+        return false;
+    };
+    let mut c = Some(ctx);
+    while let Some(x) = c {
+        let fwd = scope.with_context_info(x, |i| i.backprop.as_ref().map(|b| b.forward));
+        if let Some(f) = fwd {
+            if crate::gradients::while_grad::conds_between(scope, pc, f).is_some() {
+                return true;
+            }
+        }
+        c = scope.parent_context(x);
+    }
+    false
 }
 
 fn add_value(scope: &Scope, ctx: usize, o: &Output) -> Result<Output> {

@@ -391,7 +391,9 @@ pub(crate) fn gradients_impl(
                 if exit_grads.iter().all(Option::is_none) {
                     vec![None; inputs.len()]
                 } else {
-                    let sc = gs.with_context(s.parent_context(*l));
+                    // Nested in the body of a loop being differentiated, the
+                    // gradient loop goes inside that loop's gradient loop.
+                    let sc = gs.with_context(call.target.or_else(|| s.parent_context(*l)));
                     while_grad::loop_gradients(&sc, *l, &exit_grads)?
                 }
             }

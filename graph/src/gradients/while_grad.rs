@@ -16,8 +16,16 @@
 //! behind a guard that is live only in the backward iterations whose forward one
 //! took it (`Identity(Switch(token, popped predicate))`, one per enclosing cond).
 //! The tokens wait for pushes and pops through `ControlTrigger`s, which run even when
-//! a guarded push or pop did not. Nested loops in a body are an `Unimplemented`
-//! error naming the loop.
+//! a guarded push or pop did not.
+//!
+//! Bodies may hold loops too (TensorFlow's nested `GradLoopState`s), directly or
+//! inside conds, to any depth. The inner loop is one unit of the outer body's
+//! gradient walk, and its gradient loop is built inside the outer gradient loop.
+//! Its stacks sit outside every loop, so one stack collects every execution of the
+//! inner loop in order, and the inner loop's tokens continue the outer ones (an
+//! execution's pushes, and pops, wait for the previous execution's). The inner
+//! loop's iteration count is itself an outer-loop value, pushed and popped like any
+//! other, and so is every outer-body value the inner gradient reads.
 
 use crate::builder::control_flow::{while_loop_with, BackpropState, ContextKind, LoopRecord};
 use crate::builder::{Operation, Output, Scope, WhileOptions};
@@ -114,26 +122,33 @@ pub(crate) fn loop_gradients(
     exit_grads: &[Option<Output>],
 ) -> Result<Vec<Option<Output>>> {
     let (rec, consts) = record(s, ctx)?;
-    let frame = rec.frame_name.clone();
-    if has_nested_loop(s, ctx) {
-        return Err(Status::unimplemented(format!(
-            "gradient of while loop '{frame}': its body holds a nested while loop, which loop gradients do not support yet"
-        )));
-    }
+    // The forward loop's enclosing context gets its counter and token; the gradient
+    // loop goes where `s` says: there, or into the gradient loop of an enclosing
+    // loop when this one is nested in that loop's body.
     let parent = s.parent_context(ctx);
     let outer = s
-        .with_context(parent)
         .without_control_dependencies()
         .with_name_scope("while_grad");
+    let fwd_outer = outer.with_context(parent);
     let inner = s.with_context(Some(ctx)).without_control_dependencies();
+    let enclosing = enclosing_tokens(s)?;
     // The forward counter and token.
-    let zero_i = ops::scalar(&outer, 0i32)?;
+    let zero_i = ops::scalar(&fwd_outer, 0i32)?;
     let (cnt_merge, cnt_id, cnt_exit) = add_loop_var(s, ctx, &rec, &zero_i)?;
     let one = ops::scalar(&inner, 1i32)?;
     let cnt_next = ops::add(&inner, &cnt_id, &one)?;
     close_loop_var(s, ctx, &cnt_merge, &cnt_next)?;
-    let zero_f = ops::constant(&outer, Tensor::scalar(0.0f32))?;
-    let (tok_merge, tok_id, tok_exit) = add_loop_var(s, ctx, &rec, &zero_f)?;
+    // Nested, the tokens continue the enclosing loops' tokens, so the pushes (pops)
+    // of one execution of this loop come before the next execution's.
+    let tok_init = match (&enclosing, parent) {
+        (Some((fwd_tok, _)), Some(p)) => crate::builder::control_flow::bring_in(s, p, fwd_tok)?,
+        _ => ops::constant(&fwd_outer, Tensor::scalar(0.0f32))?,
+    };
+    let (tok_merge, tok_id, tok_exit) = add_loop_var(s, ctx, &rec, &tok_init)?;
+    let bwd_tok_init = match &enclosing {
+        Some((_, bwd_tok)) => bwd_tok.clone(),
+        None => tok_exit.clone(),
+    };
 
     // Which loop variables and constants carry a gradient.
     let float_vars: Vec<usize> = (0..rec.enters.len())
@@ -142,7 +157,7 @@ pub(crate) fn loop_gradients(
     let float_consts: Vec<usize> = (0..consts.len())
         .filter(|&c| consts[c].0.dtype().is_float())
         .collect();
-    let mut init = vec![cnt_exit, tok_exit];
+    let mut init = vec![cnt_exit, bwd_tok_init];
     let mut invariants = vec![Shape::scalar(), Shape::scalar()];
     for &j in &float_vars {
         init.push(match exit_grads.get(j).cloned().flatten() {
@@ -220,6 +235,17 @@ pub(crate) fn loop_gradients(
         },
         Some(backprop),
     )?;
+    if enclosing.is_some() {
+        // The enclosing loops' next tokens wait for this loop's (see above).
+        if let Some(c) = s.context() {
+            s.with_context_info(c, |i| {
+                if let Some(bp) = i.backprop.as_mut() {
+                    bp.pushes.push(tok_exit.op().clone());
+                    bp.pops.push(outs[1].op().clone());
+                }
+            });
+        }
+    }
     let mut grads = vec![None; rec.enters.len() + consts.len()];
     for (k, &j) in float_vars.iter().enumerate() {
         grads[j] = Some(outs[2 + k].clone());
@@ -230,11 +256,38 @@ pub(crate) fn loop_gradients(
     Ok(grads)
 }
 
-/// Whether a context nested in `ctx` (at any depth) is a while loop's.
-fn has_nested_loop(s: &Scope, ctx: usize) -> bool {
-    s.child_contexts(ctx)
-        .into_iter()
-        .any(|c| s.is_while_context(c) || has_nested_loop(s, c))
+/// The forward and backward tokens of the gradient loop that `s` builds in, if it
+/// builds in one: the loop being differentiated is nested in the body of the loop
+/// that gradient loop differentiates.
+fn enclosing_tokens(s: &Scope) -> Result<Option<(Output, Output)>> {
+    let Some(c) = s.context() else {
+        return Ok(None);
+    };
+    let tokens = s.with_context_info(c, |i| {
+        i.backprop
+            .as_ref()
+            .map(|bp| (bp.fwd_token.clone(), bp.bwd_token.clone()))
+    });
+    match tokens {
+        None => Ok(None),
+        Some((f, Some(b))) => Ok(Some((f, b))),
+        Some((_, None)) => Err(Status::internal(
+            "nested loop gradient built before its enclosing gradient loop's body began",
+        )),
+    }
+}
+
+/// The context outside every gradient loop around `bctx` (where the stacks go, so
+/// that both the forward loops and the gradient loops see them).
+fn outside_gradient_loops(s: &Scope, bctx: usize) -> Option<usize> {
+    let mut c = bctx;
+    loop {
+        let p = s.parent_context(c)?;
+        if !s.with_context_info(p, |i| i.backprop.is_some()) {
+            return Some(p);
+        }
+        c = p;
+    }
 }
 
 /// The `cond` contexts from loop `fwd` down to `ctx`, outermost first, with each
@@ -316,7 +369,7 @@ pub(crate) fn accumulate(s: &Scope, bctx: usize, fwd: usize, o: &Output) -> Resu
         )));
     }
     let outer = s
-        .with_context(s.parent_context(fwd))
+        .with_context(outside_gradient_loops(s, bctx))
         .without_control_dependencies()
         .with_name_scope("while_grad");
     let max = ops::scalar(&outer, -1i32)?;
