@@ -587,3 +587,60 @@ fn gradient_of_a_loop_in_a_cond_in_a_loop_body_matches_numerical() {
         }
     }
 }
+
+/// TensorFlow's `testWhileGrad_StopGrad` (`control_flow_ops_py_test.py`): a loop of
+/// two float variables, `(x, y) -> (x^2 + y^2, y^2)` while `x < 100`, from (3, 2),
+/// with `StopGradient`s on either exit; the expected values are TensorFlow's.
+#[test]
+fn while_gradients_with_stop_gradient_match_tensorflow() {
+    let s = Scope::new();
+    let x = ops::constant(&s, Tensor::scalar(3.0f32)).unwrap();
+    let y = ops::constant(&s, Tensor::scalar(2.0f32)).unwrap();
+    let out = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &ops::scalar(b, 100.0f32)?),
+        |b, v| {
+            let y1 = ops::square(b, &v[1])?;
+            Ok(vec![ops::add(b, &ops::square(b, &v[0])?, &y1)?, y1])
+        },
+        &[x.clone(), y.clone()],
+        &WhileOptions::default(),
+    )
+    .unwrap();
+    let (rx, ry) = (out[0].clone(), out[1].clone());
+    let sg = |o: &Output| ops::stop_gradient(&s, o).unwrap();
+    let sum = |a: &Output, b: &Output| ops::add(&s, a, b).unwrap();
+    let cases: Vec<(Output, &Output, Option<f32>)> = vec![
+        (rx.clone(), &y, Some(136.0)),
+        (ry.clone(), &y, Some(32.0)),
+        (sg(&rx), &y, None),
+        (sg(&ry), &y, None),
+        (sg(&ops::square(&s, &rx).unwrap()), &y, None),
+        (sg(&sum(&rx, &ry)), &x, None),
+        (sum(&rx, &ry), &y, Some(168.0)),
+        (sum(&rx, &sg(&ry)), &y, Some(136.0)),
+        (sum(&sg(&rx), &ry), &y, Some(32.0)),
+    ];
+    let grads: Vec<Option<Output>> = cases
+        .iter()
+        .map(|(target, wrt, _)| {
+            gradients(
+                &s,
+                std::slice::from_ref(target),
+                std::slice::from_ref(*wrt),
+                None,
+            )
+            .unwrap()[0]
+                .clone()
+        })
+        .collect();
+    let sess = session(&s);
+    for (k, ((_, _, want), g)) in cases.iter().zip(&grads).enumerate() {
+        let got = g.as_ref().map(|g| {
+            sess.run(&[], &[&g.name()], &[]).unwrap()[0]
+                .scalar_value::<f32>()
+                .unwrap()
+        });
+        assert_eq!(got, *want, "case {k}");
+    }
+}
