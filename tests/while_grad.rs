@@ -644,3 +644,87 @@ fn while_gradients_with_stop_gradient_match_tensorflow() {
         assert_eq!(got, *want, "case {k}");
     }
 }
+
+/// TensorFlow's `testCallGradInLoop`: `gradients` called inside a loop body, of a
+/// body value with respect to a value outside the loop, is computed per iteration
+/// (TensorFlow's expected value: 10 iterations of d/dp sum([1, 2, 3] p^2) at p = 5).
+#[test]
+fn gradients_taken_inside_a_loop_body() {
+    let s = Scope::new();
+    let params = ops::constant(&s, Tensor::scalar(5.0f32)).unwrap();
+    let params_1 = ops::square(&s, &params).unwrap();
+    let out = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &ops::scalar(b, 10i32)?),
+        |b, v| {
+            let data = ops::constant(b, Tensor::vector(&[1.0f32, 2.0, 3.0]))?;
+            let data = ops::mul(b, &data, &params_1)?;
+            let g = gradients(b, &[data], std::slice::from_ref(&params), None)?;
+            let g = g[0].clone().expect("params reaches data");
+            Ok(vec![
+                ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?,
+                ops::add(b, &v[1], &g)?,
+            ])
+        },
+        &[
+            ops::scalar(&s, 0i32).unwrap(),
+            ops::scalar(&s, 0.0f32).unwrap(),
+        ],
+        &WhileOptions::default(),
+    )
+    .unwrap();
+    let got = session(&s).run(&[], &[&out[1].name()], &[]).unwrap();
+    assert_eq!(got[0].scalar_value::<f32>().unwrap(), 600.0);
+}
+
+/// Inside a loop body, the gradient through the value a loop variable entered
+/// with is a clear error (the whole loop must be differentiated from outside).
+#[test]
+fn gradient_inside_a_body_through_a_loop_variable_is_a_clear_error() {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let e = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &ops::scalar(b, 10.0f32)?),
+        |b, v| {
+            let y = ops::square(b, &v[0])?;
+            gradients(b, std::slice::from_ref(&y), std::slice::from_ref(&x), None)?;
+            Ok(vec![y])
+        },
+        std::slice::from_ref(&x),
+        &WhileOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), actorflow::Code::Unimplemented, "{e}");
+}
+
+/// `gradients` called inside a cond branch is computed in that branch: only when
+/// it is taken.
+#[test]
+fn gradients_taken_inside_a_cond_branch() {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F64, Shape::scalar()).unwrap();
+    let p = ops::placeholder(&s, DType::Bool, Shape::scalar()).unwrap();
+    let out = cond(
+        &s,
+        &p,
+        |t| {
+            let y = ops::mul(t, &ops::square(t, &x)?, &ops::scalar(t, 3.0f64)?)?;
+            let g = gradients(t, std::slice::from_ref(&y), std::slice::from_ref(&x), None)?;
+            Ok(vec![g[0].clone().expect("x reaches y")])
+        },
+        |f| Ok(vec![ops::neg(f, &x)?]),
+    )
+    .unwrap();
+    let sess = session(&s);
+    for (pv, want) in [(true, 6.0 * 1.5), (false, -1.5)] {
+        let feeds = [
+            (x.name(), Tensor::scalar(1.5f64)),
+            (p.name(), Tensor::scalar(pv)),
+        ];
+        let feeds: Vec<(&str, Tensor)> =
+            feeds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let got = sess.run(&feeds, &[&out[0].name()], &[]).unwrap();
+        assert_eq!(f64_of(&got[0]), vec![want]);
+    }
+}

@@ -2,7 +2,8 @@
 //! conds: the gradient of a cond's `Merge` is a `Switch` of the gradient on the same
 //! predicate (each branch gets it only when taken); the gradient of a `Switch` that
 //! brought a value into a branch is a `Merge` of the branch's gradient and zeros
-//! from the other branch, so it is live whichever branch ran.
+//! from the other branch, so it is live whichever branch ran. A constant `Enter`
+//! passes its gradient through (reached only by gradients taken in a loop body).
 
 use crate::builder::{Operation, Output};
 use crate::gradients::{GradContext, GradientRegistry};
@@ -73,6 +74,21 @@ fn switch_grad(c: &GradContext<'_>) -> Result<Vec<Option<Output>>> {
     Ok(vec![Some(m.output(0)?), None])
 }
 
+/// Reached only by a gradient taken inside a loop body (a whole loop is otherwise
+/// one unit of the walk, see `while_grad`): a loop invariant's gradient there is
+/// the gradient of the value outside, per iteration, as in TensorFlow's
+/// `_EnterGrad` outside a gradient loop.
+fn enter_grad(c: &GradContext<'_>) -> Result<Vec<Option<Output>>> {
+    if c.node.get_attr_or("is_constant", false)? {
+        return Ok(vec![c.grads.first().cloned().flatten()]);
+    }
+    Err(Status::unimplemented(format!(
+        "gradient, inside a loop body, through '{}': the value a loop variable enters with (differentiate the whole loop from outside it instead)",
+        c.op.name()
+    ))
+    .with_node(c.op.name()))
+}
+
 fn identity_grad(c: &GradContext<'_>) -> Result<Vec<Option<Output>>> {
     Ok(vec![c.grads.first().cloned().flatten()])
 }
@@ -82,6 +98,8 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     r.register("Merge", merge_grad);
     r.register("RefMerge", merge_grad);
     r.register("Switch", switch_grad);
+    r.register("Enter", enter_grad);
+    r.register("RefEnter", enter_grad);
     r.register("RefSwitch", switch_grad);
     for op in [
         "Identity",

@@ -234,6 +234,19 @@ fn unit_of(s: &Scope, node: &str, base: Option<usize>) -> Unit {
     }
 }
 
+/// Whether context `c` is `base` or nested in it (`None`: the root).
+fn within(s: &Scope, mut c: Option<usize>, base: Option<usize>) -> bool {
+    loop {
+        if c == base {
+            return true;
+        }
+        match c {
+            None => return false,
+            Some(x) => c = s.parent_context(x),
+        }
+    }
+}
+
 pub(crate) fn gradients_impl(
     s: &Scope,
     ys: &[Output],
@@ -266,9 +279,14 @@ pub(crate) fn gradients_impl(
         }
         m
     });
+    let base = if call.target.is_some() {
+        call.base
+    } else {
+        s.context()
+    };
     let mut unit_map: HashMap<String, Unit> = HashMap::new();
     for n in &names {
-        unit_map.insert(n.clone(), unit_of(s, n, call.base));
+        unit_map.insert(n.clone(), unit_of(s, n, base));
     }
     let unit = |n: &str| -> Unit {
         unit_map
@@ -348,7 +366,19 @@ pub(crate) fn gradients_impl(
         }
     }
     let gs = s.with_name_scope("gradients");
-    let place = |name: &str| call.target.or_else(|| s.context_of(name));
+    // Called inside a cond branch or loop body, every gradient of a value from
+    // outside it is computed there (it depends on that branch's or iteration's
+    // values), as TensorFlow builds it in the caller's context.
+    let place = |name: &str| {
+        call.target.or_else(|| {
+            let c = s.context_of(name);
+            if within(s, c, base) {
+                c
+            } else {
+                base
+            }
+        })
+    };
     let mut contributions: HashMap<(String, usize), Vec<Output>> = HashMap::new();
     for (i, y) in ys.iter().enumerate() {
         let g = match grad_ys {
