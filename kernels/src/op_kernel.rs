@@ -11,11 +11,14 @@
 
 use std::sync::Arc;
 
-use graph::{DType, DataType, FromAttr, NodeDef, OpDef, Result, Status, Tensor, TensorShape};
+use graph::{
+    DType, DataType, FromAttr, NodeDef, OpDef, Result, Status, Tensor, TensorShape, TensorType,
+};
 use rendezvous::sync::Mutex;
 use rendezvous::{CancellationManager, FrameIter, LocalRendezvous};
 use smallvec::SmallVec;
 
+use crate::cpu::types::ScalarElem;
 use crate::entry::Entry;
 use crate::resource::{ResourceMgr, Var};
 
@@ -206,8 +209,9 @@ pub enum Route {
 }
 
 impl Route {
-    /// Routes `inputs` (taken) into `outputs` (empty on entry).
-    #[inline]
+    /// Routes `inputs` (taken) into `outputs` (empty on entry). Inlined into the
+    /// executor's loop: a routing node is little more than this.
+    #[inline(always)]
     pub fn apply(self, inputs: &mut [Entry], outputs: &mut [Entry]) -> Result<()> {
         match self {
             Route::Forward => {
@@ -219,29 +223,27 @@ impl Route {
                     )));
                 }
                 for (o, i) in outputs.iter_mut().zip(inputs.iter_mut()) {
-                    *o = i.take();
+                    o.move_from(i);
                 }
                 Ok(())
             }
             Route::Switch => {
-                let pred = match inputs.get(1) {
-                    Some(p) => p.to_tensor()?,
+                let taken = match inputs.get(1) {
+                    Some(Entry::Value(p)) => match bool::read_inline(p) {
+                        Some(b) => b as usize,
+                        None => switch_predicate(p)?,
+                    },
+                    Some(p) => switch_predicate(&p.to_tensor()?)?,
                     None => return Err(Status::internal("Switch without a predicate")),
                 };
-                if pred.rank() != 0 {
-                    return Err(Status::invalid_argument(format!(
-                        "The second input must be a scalar, but it has shape {}",
-                        pred.shape()
-                    )));
-                }
-                let taken = pred.scalar_value::<bool>()? as usize;
-                let data = inputs.first_mut().map(Entry::take).unwrap_or_default();
-                match outputs.get_mut(taken) {
-                    Some(o) => {
-                        *o = data;
+                match (outputs.get_mut(taken), inputs.first_mut()) {
+                    (Some(o), Some(data)) => {
+                        o.move_from(data);
                         Ok(())
                     }
-                    None => Err(Status::internal("Switch with fewer than 2 outputs")),
+                    // no data input: the taken output stays empty (dead)
+                    (Some(_), None) => Ok(()),
+                    (None, _) => Err(Status::internal("Switch with fewer than 2 outputs")),
                 }
             }
             Route::Merge => {
@@ -250,14 +252,49 @@ impl Route {
                 };
                 match outputs {
                     [value, index] => {
-                        *value = inputs[i].take();
-                        *index = Entry::Value(Tensor::scalar(i as i32));
+                        value.move_from(&mut inputs[i]);
+                        merge_index(i, index);
                         Ok(())
                     }
                     _ => Err(Status::internal("Merge without 2 outputs")),
                 }
             }
         }
+    }
+}
+
+/// The error for a kernel setting output `i` of `n`.
+#[cold]
+#[inline(never)]
+fn no_output(i: usize, n: usize) -> Status {
+    Status::internal(format!("kernel set output {i} of {n}"))
+}
+
+/// Which output a `Switch` routes to: its predicate `pred` must be a scalar bool.
+#[inline(never)]
+fn switch_predicate(pred: &Tensor) -> Result<usize> {
+    if pred.rank() != 0 {
+        return Err(Status::invalid_argument(format!(
+            "The second input must be a scalar, but it has shape {}",
+            pred.shape()
+        )));
+    }
+    Ok(pred.scalar_value::<bool>()? as usize)
+}
+
+/// Sets `out` to `Merge`'s `value_index` output for input `i` (the usual 0 and 1
+/// are built once).
+#[inline]
+fn merge_index(i: usize, out: &mut Entry) {
+    static FIRST_TWO: std::sync::LazyLock<[Entry; 2]> = std::sync::LazyLock::new(|| {
+        [
+            Entry::Value(Tensor::scalar(0i32)),
+            Entry::Value(Tensor::scalar(1i32)),
+        ]
+    });
+    match FIRST_TWO.get(i) {
+        Some(e) => e.clone_to(out),
+        None => *out = Entry::Value(Tensor::scalar(i as i32)),
     }
 }
 
@@ -365,6 +402,57 @@ impl<'a> OpKernelContext<'a> {
         }
     }
 
+    /// Inputs 0 and 1 of a two-input kernel when both are scalars of element type
+    /// `T` held in their handles (the scalar fast path); `None` otherwise.
+    #[inline(always)]
+    pub fn scalar_inputs<T: ScalarElem>(&self) -> Option<(T, T)> {
+        match &*self.inputs {
+            [Entry::Value(a), Entry::Value(b)] => Some((T::read_inline(a)?, T::read_inline(b)?)),
+            _ => None,
+        }
+    }
+
+    /// Sets output `o` to the scalar `v`, reusing the handle of input `i`, which
+    /// must be a scalar of `T`'s dtype held in its handle (as
+    /// [`Self::scalar_inputs`] found): the input is moved to the output and its
+    /// value overwritten, leaving the input empty as [`Self::take_input`] would.
+    /// Same result as `set_output(o, Tensor::scalar(v))`, without building the
+    /// tensor through a byte copy.
+    #[inline(always)]
+    pub fn set_scalar_output_from_input<T: ScalarElem>(
+        &mut self,
+        i: usize,
+        o: usize,
+        v: T,
+    ) -> Result<()> {
+        let (Some(input), Some(slot)) = (self.inputs.get_mut(i), self.outputs.get_mut(o)) else {
+            return self.set_output(o, Tensor::scalar(v));
+        };
+        slot.move_from(input);
+        match slot {
+            Entry::Value(t) if t.is_inline_scalar() => match t.as_mut_slice::<T>()?.first_mut() {
+                Some(x) => {
+                    *x = v;
+                    Ok(())
+                }
+                None => self.set_output(o, Tensor::scalar(v)),
+            },
+            _ => self.set_output(o, Tensor::scalar(v)),
+        }
+    }
+
+    /// Sets output `o` to the scalar `v`; a bool is copied from a prebuilt tensor.
+    #[inline(always)]
+    pub fn set_scalar_output<T: TensorType>(&mut self, o: usize, v: T) -> Result<()> {
+        if let Some(&b) = (&v as &dyn std::any::Any).downcast_ref::<bool>() {
+            if let Some(slot) = self.outputs.get_mut(o) {
+                Entry::scalar_bool(b).clone_to(slot);
+                return Ok(());
+            }
+        }
+        self.set_output(o, Tensor::scalar(v))
+    }
+
     /// Takes input `i` (to reuse its buffer when uniquely held).
     #[inline]
     pub fn take_input(&mut self, i: usize) -> Result<Tensor> {
@@ -404,15 +492,15 @@ impl<'a> OpKernelContext<'a> {
     }
 
     /// Sets output `i` to an entry.
-    #[inline]
+    #[inline(always)]
     pub fn set_output_entry(&mut self, i: usize, e: Entry) -> Result<()> {
-        let n = self.outputs.len();
-        let slot = self
-            .outputs
-            .get_mut(i)
-            .ok_or_else(|| Status::internal(format!("kernel set output {i} of {n}")))?;
-        *slot = e;
-        Ok(())
+        match self.outputs.get_mut(i) {
+            Some(slot) => {
+                *slot = e;
+                Ok(())
+            }
+            None => Err(no_output(i, self.outputs.len())),
+        }
     }
 
     /// The output buffer for input `i` when it can be reused in place (a uniquely

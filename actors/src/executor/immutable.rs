@@ -14,14 +14,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use graph::{Graph, Node, NodeId, OpRegistry, Result, Status, Tensor};
-use kernels::{DeviceContext, KernelRegistry, OpKernel, OpKernelConstruction};
+use kernels::{DeviceContext, Entry, KernelRegistry, OpKernel, OpKernelConstruction};
 
 use super::pending_counts::{PendingCount, PendingCounts};
 
 /// How the executor runs a node's kernel.
 pub enum KernelKind {
     /// A `Const`: its value is forwarded without calling the kernel.
-    Const(Tensor),
+    Const(Entry),
     /// A routing op, run by the executor itself
     /// ([`OpKernel::route`](kernels::OpKernel::route)).
     Route(kernels::Route),
@@ -82,6 +82,13 @@ pub struct NodeItem {
     /// variable's buffer, and in-place updates that run before a consumer are
     /// visible to it.
     pub forwards_ref: bool,
+    /// Some input may arrive as a variable reference: its producer has a reference
+    /// output, or is an `Identity` passing one on. Only such nodes look for
+    /// references to read (or forward) before they run.
+    pub may_receive_ref: bool,
+    /// `Enter`, `Exit` or `NextIteration` (cached [`Self::is_enter_exit_or_next_iter`]):
+    /// its outputs go to another frame or iteration.
+    pub moves_frames: bool,
 }
 
 impl NodeItem {
@@ -92,28 +99,77 @@ impl NodeItem {
     }
 }
 
-/// A data out-edge with its destination resolved.
+/// A data out-edge with its destination resolved. Indices are `u32` (checked when
+/// the plan is built) so that an edge fits in 20 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct EdgeInfo {
     /// Destination node.
-    pub dst: usize,
+    pub dst: u32,
     /// Source output index.
-    pub src_slot: usize,
+    pub src_slot: u32,
     /// Destination slot in the destination frame's input array.
-    pub input_slot: usize,
+    pub input_slot: u32,
+    /// The destination's `pending_id` (so activation need not read its item).
+    pub dst_pending: u32,
     /// Last edge reading this output: the value may be moved, not cloned.
     pub is_last: bool,
-    /// The destination's `pending_id` (so activation need not read its item).
-    pub dst_pending: usize,
 }
 
 /// A control out-edge with its destination resolved.
 #[derive(Clone, Copy, Debug)]
 pub struct ControlEdgeInfo {
     /// Destination node.
-    pub dst: usize,
+    pub dst: u32,
     /// The destination's `pending_id`.
-    pub dst_pending: usize,
+    pub dst_pending: u32,
+}
+
+/// `v` as a `u32` plan index; `ResourceExhausted` for a graph too large to index.
+fn index32(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v)
+        .map_err(|_| Status::resource_exhausted(format!("graph too large: {what} {v} exceeds u32")))
+}
+
+/// For every node, whether its output may carry a variable reference: a reference
+/// output type, or an `Identity` (which forwards references unread) fed by such a
+/// node. Identity chains are acyclic (a cycle must pass a `NextIteration`), so the
+/// walk up an Identity chain ends.
+fn ref_producers(g: &Graph) -> Vec<bool> {
+    let n = g.num_nodes();
+    // 0 = unknown, 1 = no, 2 = yes
+    let mut memo = vec![0u8; n];
+    for start in 0..n {
+        let mut chain = Vec::new();
+        let mut id = start;
+        let answer = loop {
+            if memo[id] != 0 {
+                break memo[id] == 2;
+            }
+            let node = g.node(id);
+            if node.sig.outputs.iter().any(|t| t.is_ref) {
+                memo[id] = 2;
+                break true;
+            }
+            if node.op() != "Identity" {
+                memo[id] = 1;
+                break false;
+            }
+            match g.in_edges(id).find(|e| !e.is_control()) {
+                Some(e) if !chain.contains(&e.src) && e.src != id => {
+                    chain.push(id);
+                    id = e.src;
+                }
+                _ => {
+                    memo[id] = 1;
+                    break false;
+                }
+            }
+        };
+        for c in chain {
+            memo[c] = if answer { 2 } else { 1 };
+        }
+    }
+    memo.into_iter().map(|m| m == 2).collect()
 }
 
 /// A loop frame (or the root frame, index 0) as built once.
@@ -264,6 +320,8 @@ impl ExecutorPlan {
         cache: &dyn KernelCache,
     ) -> Result<ExecutorPlan> {
         check_acyclic(g)?;
+        // Node ids travel as u32 in edges and the ready queue.
+        index32(g.num_nodes(), "node count")?;
         let cf = graph::passes::control_flow::build_control_flow_info(g)?;
         let frame_of = &cf.frame_of;
         let n = g.num_nodes();
@@ -348,6 +406,7 @@ impl ExecutorPlan {
         let mut edges = Vec::new();
         let mut control_edges = Vec::new();
         let mut items = Vec::with_capacity(n);
+        let emits_ref = ref_producers(g);
         for id in 0..n {
             let node = g.node(id);
             let e0 = edges.len();
@@ -355,16 +414,17 @@ impl ExecutorPlan {
             for e in g.out_edges(id) {
                 if e.is_control() {
                     control_edges.push(ControlEdgeInfo {
-                        dst: e.dst,
-                        dst_pending: pending_id[e.dst],
+                        dst: index32(e.dst, "node")?,
+                        dst_pending: index32(pending_id[e.dst], "pending id")?,
                     });
                 } else {
+                    let slot = input_start[e.dst] + e.dst_input as usize;
                     edges.push(EdgeInfo {
-                        dst: e.dst,
-                        src_slot: e.src_output as usize,
-                        input_slot: input_start[e.dst] + e.dst_input as usize,
+                        dst: index32(e.dst, "node")?,
+                        src_slot: index32(e.src_output as usize, "output")?,
+                        input_slot: index32(slot, "input slot")?,
+                        dst_pending: index32(pending_id[e.dst], "pending id")?,
                         is_last: false,
-                        dst_pending: pending_id[e.dst],
                     });
                 }
             }
@@ -387,7 +447,7 @@ impl ExecutorPlan {
                 Ok(Arc::from(k))
             })?;
             let kind = match kernel.const_value() {
-                Some(t) => KernelKind::Const(t.clone()),
+                Some(t) => KernelKind::Const(Entry::Value(t.clone())),
                 None if kernel.as_async().is_some() => KernelKind::Async,
                 None => match kernel.route() {
                     Some(r) => KernelKind::Route(r),
@@ -404,6 +464,9 @@ impl ExecutorPlan {
             if is_enter {
                 frames[enter_frame].input_count += 1;
             }
+            let is_exit = op_is(node, &["Exit", "RefExit"]);
+            let is_next_iteration = op_is(node, &["NextIteration", "RefNextIteration"]);
+            let may_receive_ref = g.in_edges(id).any(|e| !e.is_control() && emits_ref[e.src]);
             items.push(NodeItem {
                 name: Arc::from(node.name()),
                 op: Arc::from(node.op()),
@@ -420,14 +483,16 @@ impl ExecutorPlan {
                 is_merge: op_is(node, &["Merge", "RefMerge"]),
                 is_enter,
                 is_constant_enter: is_enter && node.def.get_attr_or("is_constant", false)?,
-                is_exit: op_is(node, &["Exit", "RefExit"]),
-                is_next_iteration: op_is(node, &["NextIteration", "RefNextIteration"]),
+                is_exit,
+                is_next_iteration,
                 is_control_trigger: op_is(node, &["ControlTrigger"]),
                 is_transfer: op_is(node, &["_Send", "_Recv", "_HostSend", "_HostRecv"]),
                 may_produce_dead: op_is(node, &["Switch", "RefSwitch", "_Recv", "_HostRecv"]),
                 any_consumer_merge_or_trigger,
                 input_is_ref: node.sig.inputs.iter().map(|t| t.is_ref).collect(),
                 forwards_ref: op_is(node, &["Identity"]),
+                may_receive_ref,
+                moves_frames: is_enter || is_exit || is_next_iteration,
             });
         }
         let max_outputs = items.iter().map(|i| i.num_outputs).max().unwrap_or(0);

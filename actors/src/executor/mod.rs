@@ -3,6 +3,7 @@
 //!
 //! - [`immutable`] — the [`ExecutorPlan`], built once per partition.
 //! - [`propagator`] — frames, iterations and the ready queue of one step.
+//! - [`activation`] — the ready queue, and delivering outputs within an iteration.
 //! - [`pending_counts`] — per-iteration pending counts.
 //!
 //! [`ExecutorState::start`] schedules the root nodes and runs every ready node
@@ -14,6 +15,7 @@
 //! other partition) and ends the executor; completions that arrive afterwards are
 //! ignored by the host.
 
+pub mod activation;
 pub mod immutable;
 pub mod pending_counts;
 pub mod propagator;
@@ -184,9 +186,17 @@ impl ExecutorState {
 
     fn run(&mut self, host: &mut dyn ExecutorHost) -> ExecutorTransition {
         let plan = Arc::clone(&self.plan);
+        // Spans and statistics are decided once per step: without them a node runs
+        // through a copy of `process` that has neither.
+        let instrumented = self.trace_nodes || self.stats.is_some();
         while let Some(tn) = self.prop.ready.pop() {
             let before = self.prop.ready.len();
-            match self.process(&plan, tn, host) {
+            let outcome = if instrumented {
+                self.process_instrumented(&plan, tn, host)
+            } else {
+                self.process::<false>(&plan, tn, host)
+            };
+            match outcome {
                 Ok(NodeOutcome::Completed) => {
                     self.outstanding = self.outstanding + (self.prop.ready.len() - before) - 1;
                 }
@@ -202,7 +212,9 @@ impl ExecutorState {
         }
     }
 
-    fn process(
+    /// [`Self::process`] inside the node's span, collecting statistics.
+    #[inline(never)]
+    fn process_instrumented(
         &mut self,
         plan: &ExecutorPlan,
         tn: TaggedNode,
@@ -214,64 +226,115 @@ impl ExecutorState {
             tracing::trace_span!("node", node = &*item.name, op = &*item.op, device = %device)
                 .entered()
         });
-        let start = self.stats.as_ref().map(|_| Instant::now());
-        let frame_id = if tn.frame == 0 {
-            0
+        self.process::<true>(plan, tn, host)
+    }
+
+    /// Runs one ready node and propagates its outputs. The node's frame and iteration
+    /// are looked up once: a node that stays in its iteration (all but `Enter`,
+    /// `Exit` and `NextIteration`) delivers its outputs through the same iteration
+    /// state its inputs came from. `STATS` compiles statistics collection in.
+    #[inline(always)]
+    fn process<const STATS: bool>(
+        &mut self,
+        plan: &ExecutorPlan,
+        tn: TaggedNode,
+        host: &mut dyn ExecutorHost,
+    ) -> Result<NodeOutcome> {
+        let item = &plan.nodes[tn.node];
+        let start = if STATS {
+            self.stats.as_ref().map(|_| Instant::now())
         } else {
-            self.prop.frame(tn.frame).map_or(0, |f| f.frame_id)
+            None
         };
+        let (frame_id, it, ready) = self.prop.node_state(tn.frame, tn.iter);
         let fi = FrameIter::new(frame_id, tn.iter);
-        let outputs = &mut self.scratch[..item.num_outputs];
-        let iter = self.prop.iteration_mut(tn.frame, tn.iter);
         if item.is_merge {
-            iter.pending.mark_started(item.pending_id);
+            it.pending.mark_started(item.pending_id);
         }
-        let inputs = &mut iter.input_tensors[item.input_start..item.input_start + item.num_inputs];
+        let outputs = &mut self.scratch[..item.num_outputs];
+        let inputs = &mut it.input_tensors[item.input_start..item.input_start + item.num_inputs];
         let result = if !tn.is_dead || item.is_transfer {
-            Self::compute(item, inputs, outputs, &self.step, fi, tn, host)
+            Self::compute(item, inputs, outputs, &self.step, fi, &tn, host)
         } else {
             Ok(NodeOutcome::Completed)
         };
-        inputs.iter_mut().for_each(|e| *e = Entry::Empty);
+        clear(inputs);
         match result {
             Ok(NodeOutcome::Completed) => {}
             other => {
-                outputs.iter_mut().for_each(|e| *e = Entry::Empty);
-                if let (Ok(NodeOutcome::Pending), Some(st), Some(t0)) =
-                    (&other, self.stats.as_mut(), start)
-                {
-                    st.kernel_pending((tn.node, tn.frame, tn.iter), t0, fi);
+                clear(outputs);
+                if STATS {
+                    if let (Ok(NodeOutcome::Pending), Some(st), Some(t0)) =
+                        (&other, self.stats.as_mut(), start)
+                    {
+                        st.kernel_pending((tn.node, tn.frame, tn.iter), t0, fi);
+                    }
                 }
                 return other;
             }
         }
-        if let (Some(stats), Some(start)) = (self.stats.as_mut(), start) {
-            stats.record_outputs((&item.name, &item.op), start, outputs, fi, tn.is_dead);
-        }
-        self.prop.propagate_outputs(plan, tn, outputs);
-        for o in outputs.iter_mut() {
-            if !o.is_empty() {
-                *o = Entry::Empty;
+        if STATS {
+            if let (Some(stats), Some(start)) = (self.stats.as_mut(), start) {
+                stats.record_outputs((&item.name, &item.op), start, outputs, fi, tn.is_dead);
             }
+        }
+        if item.moves_frames {
+            self.prop.propagate_outputs(plan, tn, outputs);
+            clear(outputs);
+            return Ok(NodeOutcome::Completed);
+        }
+        let activated = activation::activate(
+            plan, it, ready, tn.frame, tn.iter, item, tn.is_dead, outputs,
+        );
+        clear(outputs);
+        // This node was one of the iteration's outstanding ops.
+        it.outstanding_ops = it.outstanding_ops + activated - 1;
+        if it.outstanding_ops == 0 {
+            self.prop.iteration_drained(plan, tn.frame, tn.iter);
         }
         Ok(NodeOutcome::Completed)
     }
 
-    /// Runs a live node's kernel (or forwards its constant).
+    /// Runs a live node's kernel (or forwards its constant). Inlined into
+    /// [`Self::process`]; references and asynchronous kernels take out-of-line paths.
+    #[inline(always)]
     fn compute(
         item: &NodeItem,
         inputs: &mut [Entry],
         outputs: &mut [Entry],
         step: &StepContext,
         fi: FrameIter,
-        tn: TaggedNode,
+        tn: &TaggedNode,
         host: &mut dyn ExecutorHost,
     ) -> Result<NodeOutcome> {
+        if item.may_receive_ref && Self::read_refs(item, inputs, outputs)? {
+            return Ok(NodeOutcome::Completed);
+        }
+        match &item.kind {
+            KernelKind::Const(t) => t.clone_to(&mut outputs[0]),
+            KernelKind::Route(r) => r.apply(inputs, outputs)?,
+            KernelKind::Sync => {
+                let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, None);
+                item.kernel.compute(&mut ctx)?;
+            }
+            KernelKind::Async => {
+                return Self::compute_async(item, inputs, outputs, step, fi, tn, host);
+            }
+        }
+        Self::check_set(item, tn, outputs)?;
+        Ok(NodeOutcome::Completed)
+    }
+
+    /// Reads the variable references among `inputs` that the op takes as values;
+    /// returns true when an `Identity` forwarded its reference unread instead (then
+    /// its output is set).
+    #[inline(never)]
+    fn read_refs(item: &NodeItem, inputs: &mut [Entry], outputs: &mut [Entry]) -> Result<bool> {
         if item.forwards_ref {
             if let Some(Entry::Ref(v)) = inputs.first() {
                 v.read()?; // an uninitialised variable fails here, naming this node
                 outputs[0] = inputs[0].take();
-                return Ok(NodeOutcome::Completed);
+                return Ok(true);
             }
         }
         for (i, e) in inputs.iter_mut().enumerate() {
@@ -281,32 +344,52 @@ impl ExecutorState {
                 }
             }
         }
-        match &item.kind {
-            KernelKind::Const(t) => outputs[0] = Entry::Value(t.clone()),
-            KernelKind::Route(r) => r.apply(inputs, outputs)?,
-            KernelKind::Sync => {
-                let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, None);
-                item.kernel.compute(&mut ctx)?;
-            }
-            KernelKind::Async => {
-                let k = item
-                    .kernel
-                    .as_async()
-                    .ok_or_else(|| Status::internal("async kernel without compute_async"))?;
-                let mut make = || host.async_done(tn);
-                let mut ctx =
-                    OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, Some(&mut make));
-                if k.compute_async(&mut ctx)? == AsyncStatus::Pending {
-                    return Ok(NodeOutcome::Pending);
-                }
-            }
+        Ok(false)
+    }
+
+    /// Starts an asynchronous kernel; `Pending` when it finishes later.
+    #[inline(never)]
+    fn compute_async(
+        item: &NodeItem,
+        inputs: &mut [Entry],
+        outputs: &mut [Entry],
+        step: &StepContext,
+        fi: FrameIter,
+        tn: &TaggedNode,
+        host: &mut dyn ExecutorHost,
+    ) -> Result<NodeOutcome> {
+        let k = item
+            .kernel
+            .as_async()
+            .ok_or_else(|| Status::internal("async kernel without compute_async"))?;
+        let mut make = || host.async_done(*tn);
+        let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, Some(&mut make));
+        if k.compute_async(&mut ctx)? == AsyncStatus::Pending {
+            return Ok(NodeOutcome::Pending);
         }
+        Self::check_set(item, tn, outputs)?;
+        Ok(NodeOutcome::Completed)
+    }
+
+    /// `Internal` when a live node that may not produce dead outputs left one unset.
+    #[inline(always)]
+    fn check_set(item: &NodeItem, tn: &TaggedNode, outputs: &[Entry]) -> Result<()> {
         if !item.may_produce_dead && !tn.is_dead {
             if let Some(i) = outputs.iter().position(Entry::is_empty) {
                 return Err(Status::internal(format!("kernel did not set output {i}")));
             }
         }
-        Ok(NodeOutcome::Completed)
+        Ok(())
+    }
+}
+
+/// Empties `slots`, dropping what they hold.
+#[inline(always)]
+fn clear(slots: &mut [Entry]) {
+    for e in slots {
+        if !e.is_empty() {
+            *e = Entry::Empty;
+        }
     }
 }
 

@@ -63,6 +63,16 @@ impl PendingCounts {
         }
     }
 
+    /// [`Self::adjust_for_activation`] for the common case: `Some(dead)` when node
+    /// `h` became ready (`dead` when any of its inputs was), else `None`.
+    #[inline(always)]
+    pub fn count_down(&mut self, h: usize, dead: bool) -> Option<bool> {
+        let c = &mut self.0[h];
+        c.dead += dead as u32;
+        c.pending = c.pending.saturating_sub(1);
+        (c.pending == 0).then_some(c.dead > 0)
+    }
+
     /// A live data input arrived at a `Merge`: clears bit 0 if it has not started,
     /// returning the count from *before* (so `pending == 1` means "now ready").
     #[inline]
@@ -171,6 +181,18 @@ mod tests {
                 pending: 0
             }
         );
+        let two = PendingCounts::new(vec![
+            PendingCount {
+                pending: 2,
+                ..Default::default()
+            };
+            2
+        ]);
+        let mut q = two.clone();
+        assert_eq!(q.count_down(0, true), None);
+        assert_eq!(q.count_down(0, false), Some(true), "one input was dead");
+        assert_eq!(q.count_down(1, false), None);
+        assert_eq!(q.count_down(1, false), Some(false), "all inputs were live");
         let init = PendingCounts::new(vec![PendingCount {
             pending: 5,
             ..Default::default()

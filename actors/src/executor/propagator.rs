@@ -1,5 +1,6 @@
 //! Per-step propagation state (TensorFlow's `PropagatorState`): frame instances,
-//! their iterations (input arrays and pending counts), and the ready queue.
+//! their iterations (input arrays and pending counts), and the ready queue
+//! ([`activation`](super::activation) delivers outputs within one iteration).
 //!
 //! Semantics follow TensorFlow's executor exactly:
 //! - A node becomes ready when its pending count reaches zero; it is *dead* if any
@@ -23,66 +24,10 @@ use std::collections::HashMap;
 
 use kernels::{Entry, Outputs};
 
-use super::immutable::{hash64_combine, ExecutorPlan, NodeItem};
+use super::activation::activate;
+pub use super::activation::{ReadyQueue, TaggedNode};
+use super::immutable::{hash64_combine, ExecutorPlan, FrameInfo, NodeItem};
 use super::pending_counts::PendingCounts;
-
-/// A node scheduled in a frame instance and iteration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaggedNode {
-    /// The node.
-    pub node: usize,
-    /// The frame instance (index into the propagator's frames).
-    pub frame: usize,
-    /// The iteration.
-    pub iter: i64,
-    /// True when the node runs dead.
-    pub is_dead: bool,
-}
-
-/// Ready nodes, FIFO: a vector with a front index, reset when drained.
-#[derive(Default)]
-pub struct ReadyQueue {
-    items: Vec<TaggedNode>,
-    front: usize,
-}
-
-impl ReadyQueue {
-    /// Appends a node.
-    #[inline]
-    pub fn push(&mut self, t: TaggedNode) {
-        self.items.push(t);
-    }
-
-    /// Takes the next node.
-    #[inline]
-    pub fn pop(&mut self) -> Option<TaggedNode> {
-        if self.front < self.items.len() {
-            let t = self.items[self.front];
-            self.front += 1;
-            Some(t)
-        } else {
-            self.items.clear();
-            self.front = 0;
-            None
-        }
-    }
-
-    /// The number of queued nodes.
-    pub fn len(&self) -> usize {
-        self.items.len() - self.front
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Drops every queued node.
-    pub fn clear(&mut self) {
-        self.items.clear();
-        self.front = 0;
-    }
-}
 
 /// One iteration of a frame instance.
 pub struct IterationState {
@@ -92,13 +37,13 @@ pub struct IterationState {
     pub input_tensors: Vec<Entry>,
     /// Pending counts of every node of the frame.
     pub pending: PendingCounts,
-    outstanding_ops: usize,
+    pub(super) outstanding_ops: usize,
     outstanding_frame_count: usize,
 }
 
 /// One instance of a loop frame (or the root frame).
 pub struct FrameState {
-    /// Index of its [`FrameInfo`](super::immutable::FrameInfo).
+    /// Index of its [`FrameInfo`].
     pub info: usize,
     /// The instance's id in rendezvous keys (0 for the root).
     pub frame_id: u64,
@@ -132,6 +77,80 @@ impl FrameState {
         let s = self.slot(iter);
         self.iterations[s].as_mut().filter(|s| s.iter_num == iter)
     }
+
+    /// True when iteration `iter` is alive and done: no outstanding ops or child
+    /// frames, and its predecessor done (for iteration 0: every `Enter` ran).
+    fn is_iteration_done(&self, iter: i64) -> bool {
+        let Some(it) = self.iteration(iter) else {
+            return false;
+        };
+        if it.outstanding_ops != 0 || it.outstanding_frame_count != 0 {
+            return false;
+        }
+        if iter == 0 {
+            self.num_pending_inputs == 0
+        } else {
+            self.iteration(iter - 1).is_none()
+        }
+    }
+}
+
+/// `iter_num` of a free iteration state (live iterations count from 0).
+const FREE_ITERATION: i64 = -1;
+
+/// Frees the iteration in `slot`: its state stays there for the next iteration
+/// that lands on the slot.
+fn release_iteration(slot: &mut Option<IterationState>) {
+    if let Some(s) = slot {
+        s.iter_num = FREE_ITERATION;
+    }
+}
+
+/// Starts iteration `iter_num` of a frame described by `fi` in `slot` (free),
+/// reusing the free state there, or one from `pool`, in place (`allocated` counts
+/// the states created when there is neither).
+fn start_iteration(
+    pool: &mut Vec<Option<IterationState>>,
+    allocated: &mut usize,
+    fi: &FrameInfo,
+    iter_num: i64,
+    slot: &mut Option<IterationState>,
+) {
+    if slot.is_none() {
+        if let Some(reused) = pool.last_mut() {
+            std::mem::swap(slot, reused);
+            // drops the `None` the slot held
+            pool.truncate(pool.len() - 1);
+        }
+    }
+    match slot {
+        Some(s) => {
+            s.iter_num = iter_num;
+            if s.input_tensors.len() == fi.total_inputs {
+                for e in s.input_tensors.iter_mut() {
+                    if !e.is_empty() {
+                        *e = Entry::Empty;
+                    }
+                }
+            } else {
+                s.input_tensors.clear();
+                s.input_tensors.resize(fi.total_inputs, Entry::Empty);
+            }
+            s.pending.reset_from(&fi.initial_pending);
+            s.outstanding_ops = 0;
+            s.outstanding_frame_count = 0;
+        }
+        None => {
+            *allocated += 1;
+            *slot = Some(IterationState {
+                iter_num,
+                input_tensors: vec![Entry::Empty; fi.total_inputs],
+                pending: fi.initial_pending.clone(),
+                outstanding_ops: 0,
+                outstanding_frame_count: 0,
+            });
+        }
+    }
 }
 
 /// The propagation state of one executor for one step; see the module docs.
@@ -140,7 +159,14 @@ pub struct PropagatorState {
     frames: Vec<Option<FrameState>>,
     free_frames: Vec<usize>,
     frame_index: HashMap<(usize, i64, usize), usize>,
-    iteration_pool: Vec<IterationState>,
+    /// Iteration states of deleted frames, for reuse. Every entry is `Some`.
+    ///
+    /// A finished iteration's state stays in its ring slot, marked free, and the
+    /// next iteration that lands on the slot reuses it in place; states move only
+    /// between frames, by swapping with an empty ring slot. (Moving a state through
+    /// a temporary is read back in pieces that straddle its writes, which the CPU
+    /// cannot forward and waits for.)
+    iteration_pool: Vec<Option<IterationState>>,
     /// Iteration states ever allocated (not taken from the pool).
     iterations_allocated: usize,
     /// Nodes ready to run.
@@ -160,7 +186,7 @@ impl PropagatorState {
     pub fn reset(&mut self, plan: &ExecutorPlan) {
         for f in self.frames.drain(..).flatten() {
             self.iteration_pool
-                .extend(f.iterations.into_iter().flatten());
+                .extend(f.iterations.into_iter().filter(Option::is_some));
         }
         self.free_frames.clear();
         self.frame_index.clear();
@@ -172,39 +198,6 @@ impl PropagatorState {
             }
         }
         self.frames.push(Some(root));
-    }
-
-    fn new_iteration(&mut self, plan: &ExecutorPlan, info: usize, iter_num: i64) -> IterationState {
-        let fi = &plan.frames[info];
-        match self.iteration_pool.pop() {
-            Some(mut s) => {
-                s.iter_num = iter_num;
-                if s.input_tensors.len() == fi.total_inputs {
-                    for e in s.input_tensors.iter_mut() {
-                        if !e.is_empty() {
-                            *e = Entry::Empty;
-                        }
-                    }
-                } else {
-                    s.input_tensors.clear();
-                    s.input_tensors.resize(fi.total_inputs, Entry::Empty);
-                }
-                s.pending.reset_from(&fi.initial_pending);
-                s.outstanding_ops = 0;
-                s.outstanding_frame_count = 0;
-                s
-            }
-            None => {
-                self.iterations_allocated += 1;
-                IterationState {
-                    iter_num,
-                    input_tensors: vec![Entry::Empty; fi.total_inputs],
-                    pending: fi.initial_pending.clone(),
-                    outstanding_ops: 0,
-                    outstanding_frame_count: 0,
-                }
-            }
-        }
     }
 
     fn new_frame(
@@ -220,7 +213,13 @@ impl PropagatorState {
             .next_power_of_two())
             .map(|_| None)
             .collect();
-        iterations[0] = Some(self.new_iteration(plan, info, 0));
+        start_iteration(
+            &mut self.iteration_pool,
+            &mut self.iterations_allocated,
+            fi,
+            0,
+            &mut iterations[0],
+        );
         FrameState {
             info,
             frame_id,
@@ -254,6 +253,43 @@ impl PropagatorState {
             .expect("invariant: an iteration with outstanding ops is alive")
     }
 
+    /// What running a node scheduled in (`frame`, `iter`) needs, from one lookup: the
+    /// frame instance's id, the iteration (the node's inputs, and for a node that
+    /// stays in its iteration the consumers' inputs and counts too) and the ready
+    /// queue.
+    #[inline]
+    pub(super) fn node_state(
+        &mut self,
+        frame: usize,
+        iter: i64,
+    ) -> (u64, &mut IterationState, &mut ReadyQueue) {
+        let f = self.frames[frame]
+            .as_mut()
+            .expect("invariant: a scheduled node's frame is alive until its ops are done");
+        let frame_id = f.frame_id;
+        let it = f
+            .iteration_mut(iter)
+            .expect("invariant: an iteration with outstanding ops is alive");
+        (frame_id, it, &mut self.ready)
+    }
+
+    /// Called when a node that stayed in its iteration left the iteration with no
+    /// outstanding ops: frees the iterations (and the frame) this completes.
+    #[inline(never)]
+    pub(super) fn iteration_drained(&mut self, plan: &ExecutorPlan, frame: usize, iter: i64) {
+        if self.cleanup_iterations(plan, frame, iter) {
+            self.frame_done(plan, frame);
+        }
+    }
+
+    fn frame_done(&mut self, plan: &ExecutorPlan, frame: usize) {
+        let parent = self.frame_mut(frame).parent;
+        self.delete_frame(plan, frame);
+        if let Some((pf, pi)) = parent {
+            self.cleanup_frames_iterations(plan, pf, pi);
+        }
+    }
+
     /// The number of live frame instances (for tests of memory use).
     pub fn live_frames(&self) -> usize {
         self.frames.iter().filter(|f| f.is_some()).count()
@@ -270,7 +306,13 @@ impl PropagatorState {
         self.frames
             .iter()
             .flatten()
-            .map(|f| f.iterations.iter().filter(|i| i.is_some()).count())
+            .map(|f| {
+                f.iterations
+                    .iter()
+                    .flatten()
+                    .filter(|i| i.iter_num != FREE_ITERATION)
+                    .count()
+            })
             .sum()
     }
 
@@ -355,11 +397,7 @@ impl PropagatorState {
             is_frame_done = self.adjust_outstanding_ops(plan, frame, iter, -1);
         }
         if is_frame_done {
-            let parent = self.frame_mut(frame).parent;
-            self.delete_frame(plan, frame);
-            if let Some((pf, pi)) = parent {
-                self.cleanup_frames_iterations(plan, pf, pi);
-            }
+            self.frame_done(plan, frame);
         }
     }
 
@@ -378,9 +416,8 @@ impl PropagatorState {
         let f = self.frames[frame]
             .as_mut()
             .expect("invariant: activation targets a live frame");
-        let s = f.slot(iter);
-        let it = f.iterations[s]
-            .as_mut()
+        let it = f
+            .iteration_mut(iter)
             .expect("invariant: activation targets a live iteration");
         let activated = activate(
             plan,
@@ -417,9 +454,8 @@ impl PropagatorState {
         let f = self.frames[frame]
             .as_mut()
             .expect("invariant: activation targets a live frame");
-        let s = f.slot(iter);
-        let it = f.iterations[s]
-            .as_mut()
+        let it = f
+            .iteration_mut(iter)
             .expect("invariant: activation targets a live iteration");
         activate(
             plan,
@@ -450,31 +486,17 @@ impl PropagatorState {
         self.cleanup_iterations(plan, frame, iter)
     }
 
-    fn is_iteration_done(&self, frame: usize, iter: i64) -> bool {
-        let Some(f) = self.frame(frame) else {
-            return false;
-        };
-        let Some(it) = f.iteration(iter) else {
-            return false;
-        };
-        if it.outstanding_ops != 0 || it.outstanding_frame_count != 0 {
-            return false;
-        }
-        if iter == 0 {
-            f.num_pending_inputs == 0
-        } else {
-            f.iteration(iter - 1).is_none()
-        }
-    }
-
     fn cleanup_iterations(&mut self, plan: &ExecutorPlan, frame: usize, iter: i64) -> bool {
         let mut curr = iter;
-        while curr <= self.frame_mut(frame).iteration_count && self.is_iteration_done(frame, curr) {
-            let f = self.frame_mut(frame);
-            let s = f.slot(curr);
-            if let Some(done) = f.iterations[s].take() {
-                self.iteration_pool.push(done);
+        loop {
+            let f = self.frames[frame]
+                .as_mut()
+                .expect("invariant: a frame with outstanding iterations is alive");
+            if curr > f.iteration_count || !f.is_iteration_done(curr) {
+                return f.num_pending_inputs == 0 && f.num_outstanding_iterations == 0;
             }
+            let s = f.slot(curr);
+            release_iteration(&mut f.iterations[s]);
             let f = self.frame_mut(frame);
             f.num_outstanding_iterations -= 1;
             curr += 1;
@@ -482,47 +504,76 @@ impl PropagatorState {
                 self.increment_iteration(plan, frame);
             }
         }
-        let f = self.frame_mut(frame);
-        f.num_pending_inputs == 0 && f.num_outstanding_iterations == 0
     }
 
     fn increment_iteration(&mut self, plan: &ExecutorPlan, frame: usize) -> i64 {
-        let info = self.frame_mut(frame).info;
-        let next = self.frame_mut(frame).iteration_count + 1;
-        let state = self.new_iteration(plan, info, next);
-        let f = self.frame_mut(frame);
-        f.iteration_count = next;
+        let f = self.frames[frame]
+            .as_mut()
+            .expect("invariant: a frame with a running NextIteration is alive");
+        let next = f.iteration_count + 1;
         let s = f.slot(next);
-        f.iterations[s] = Some(state);
+        start_iteration(
+            &mut self.iteration_pool,
+            &mut self.iterations_allocated,
+            &plan.frames[f.info],
+            next,
+            &mut f.iterations[s],
+        );
+        f.iteration_count = next;
         f.num_outstanding_iterations += 1;
         f.dead_exits.clear();
         // Deferred NextIteration values, then loop invariants, enter the new iteration
         // (no allocation per iteration: the roots' buffer goes back to the frame, and
         // the invariants are read in place).
-        let mut roots = std::mem::take(&mut f.next_iter_roots);
         let mut activated = 0;
-        for (node, entry) in roots.drain(..) {
-            let dead = entry.is_empty();
-            let mut outs = Outputs::new();
-            outs.push(entry);
-            activated +=
-                self.activate_nodes(plan, frame, next, &plan.nodes[node], dead, &mut outs[..]);
-        }
-        let f = self.frame_mut(frame);
-        if f.next_iter_roots.is_empty() {
-            f.next_iter_roots = roots;
+        if !f.next_iter_roots.is_empty() {
+            let mut roots = std::mem::take(&mut f.next_iter_roots);
+            for (node, entry) in roots.drain(..) {
+                let dead = entry.is_empty();
+                let mut outs = [entry];
+                activated +=
+                    self.activate_nodes(plan, frame, next, &plan.nodes[node], dead, &mut outs);
+            }
+            let f = self.frame_mut(frame);
+            if f.next_iter_roots.is_empty() {
+                f.next_iter_roots = roots;
+            }
         }
         self.adjust_outstanding_ops(plan, frame, next, activated as isize);
-        let mut activated = 0;
-        for k in 0..self.frame_mut(frame).inv_values.len() {
-            let (node, entry) = self.frame_mut(frame).inv_values[k].clone();
-            let dead = entry.is_empty();
-            let mut outs = Outputs::new();
-            outs.push(entry);
-            activated +=
-                self.activate_nodes(plan, frame, next, &plan.nodes[node], dead, &mut outs[..]);
+        let f = self.frames[frame]
+            .as_mut()
+            .expect("invariant: a frame with a running NextIteration is alive");
+        if !f.inv_values.is_empty() {
+            let FrameState {
+                iterations,
+                inv_values,
+                ..
+            } = f;
+            let it = iterations[s]
+                .as_mut()
+                .filter(|it| it.iter_num == next)
+                .expect("invariant: activation targets a live iteration");
+            let mut activated = 0;
+            for (node, entry) in inv_values.iter() {
+                let mut outs = [Entry::Empty];
+                entry.clone_to(&mut outs[0]);
+                let item = &plan.nodes[*node];
+                let dead = entry.is_empty();
+                activated += activate(
+                    plan,
+                    it,
+                    &mut self.ready,
+                    frame,
+                    next,
+                    item,
+                    dead,
+                    &mut outs,
+                );
+            }
+            self.adjust_outstanding_ops(plan, frame, next, activated as isize);
+        } else {
+            self.adjust_outstanding_ops(plan, frame, next, 0);
         }
-        self.adjust_outstanding_ops(plan, frame, next, activated as isize);
         next
     }
 
@@ -585,7 +636,7 @@ impl PropagatorState {
                 let it = self.iteration_mut(pf, pi);
                 let mut newly = Vec::new();
                 for e in &plan.edges[item.out_edges.clone()] {
-                    let dst = &plan.nodes[e.dst];
+                    let dst = &plan.nodes[e.dst as usize];
                     let (ready_now, mut dst_dead);
                     if dst.is_merge {
                         let r = it.pending.adjust_for_increment_dead(dst.pending_id);
@@ -600,11 +651,11 @@ impl PropagatorState {
                         if dst.is_control_trigger {
                             dst_dead = false;
                         }
-                        newly.push((e.dst, dst_dead));
+                        newly.push((e.dst as usize, dst_dead));
                     }
                 }
                 for c in &plan.control_edges[item.out_control.clone()] {
-                    let dst_id = c.dst;
+                    let dst_id = c.dst as usize;
                     let dst = &plan.nodes[dst_id];
                     let (ready_now, mut dst_dead);
                     if dst.is_merge {
@@ -634,9 +685,8 @@ impl PropagatorState {
                 }
             }
         }
-        for it in f.iterations.into_iter().flatten() {
-            self.iteration_pool.push(it);
-        }
+        self.iteration_pool
+            .extend(f.iterations.into_iter().filter(Option::is_some));
         if frame != 0 {
             self.free_frames.push(frame);
         }
@@ -652,100 +702,4 @@ impl PropagatorState {
             }
         }
     }
-}
-
-/// Delivers `outputs` of `item` to its consumers in one iteration (TensorFlow's
-/// `ActivateNodesFastPath`/`SlowPath`); returns how many became ready.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn activate(
-    plan: &ExecutorPlan,
-    it: &mut IterationState,
-    ready: &mut ReadyQueue,
-    frame: usize,
-    iter: i64,
-    item: &NodeItem,
-    is_dead: bool,
-    outputs: &mut [Entry],
-) -> usize {
-    let mut activated = 0;
-    let mut push = |node: usize, dead: bool| {
-        ready.push(TaggedNode {
-            node,
-            frame,
-            iter,
-            is_dead: dead,
-        });
-        activated += 1;
-    };
-    let edges = &plan.edges[item.out_edges.clone()];
-    let controls = &plan.control_edges[item.out_control.clone()];
-    let pending: &mut PendingCounts = &mut it.pending;
-    if !item.any_consumer_merge_or_trigger {
-        for e in edges {
-            let out = &mut outputs[e.src_slot];
-            let dead = is_dead || out.is_empty();
-            it.input_tensors[e.input_slot] = if e.is_last { out.take() } else { out.clone() };
-            let r = pending.adjust_for_activation(e.dst_pending, dead);
-            if r.pending == 0 {
-                push(e.dst, r.dead > 0);
-            }
-        }
-        for c in controls {
-            let r = pending.adjust_for_activation(c.dst_pending, is_dead);
-            if r.pending == 0 {
-                push(c.dst, r.dead > 0);
-            }
-        }
-        return activated;
-    }
-    for e in edges {
-        let dst = &plan.nodes[e.dst];
-        let out = &mut outputs[e.src_slot];
-        let (ready_now, mut dst_dead);
-        if dst.is_merge {
-            if !out.is_empty() && !is_dead {
-                it.input_tensors[e.input_slot] = if e.is_last { out.take() } else { out.clone() };
-                let r = pending.adjust_for_mark_live(e.dst_pending);
-                ready_now = r.pending == 1;
-                dst_dead = false;
-            } else {
-                let r = pending.adjust_for_increment_dead(e.dst_pending);
-                dst_dead = r.dead as usize == dst.num_inputs || item.is_enter;
-                ready_now = r.pending == 1 && dst_dead;
-            }
-        } else {
-            let dead = is_dead || out.is_empty();
-            it.input_tensors[e.input_slot] = if e.is_last { out.take() } else { out.clone() };
-            let r = pending.adjust_for_activation(e.dst_pending, dead);
-            dst_dead = r.dead > 0;
-            ready_now = r.pending == 0;
-        }
-        if ready_now {
-            if dst.is_control_trigger {
-                dst_dead = false;
-            }
-            push(e.dst, dst_dead);
-        }
-    }
-    for c in controls {
-        let dst = &plan.nodes[c.dst];
-        let (ready_now, mut dst_dead);
-        if dst.is_merge {
-            let r = pending.adjust_for_decrement_pending(c.dst_pending, 2);
-            dst_dead = r.dead as usize == dst.num_inputs;
-            ready_now = r.pending == 0 || (r.pending == 1 && dst_dead);
-        } else {
-            let r = pending.adjust_for_activation(c.dst_pending, is_dead);
-            dst_dead = r.dead > 0;
-            ready_now = r.pending == 0;
-        }
-        if ready_now {
-            if dst.is_control_trigger {
-                dst_dead = false;
-            }
-            push(c.dst, dst_dead);
-        }
-    }
-    activated
 }

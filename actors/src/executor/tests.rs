@@ -397,3 +397,44 @@ fn a_million_iterations_do_not_grow_memory() {
         "every frame, the root's included, is freed when the step ends"
     );
 }
+
+/// Only nodes an Identity chain can hand a variable reference to look for
+/// references; they read it when they run, after updates ordered before them.
+#[test]
+fn references_are_looked_for_only_where_they_can_arrive() {
+    let f = DType::F32;
+    let nodes = vec![
+        NodeDef::new("v", "VariableV2")
+            .with_attr("dtype", f)
+            .with_attr("shape", graph::Shape::scalar()),
+        konst("one", Tensor::scalar(1.0f32)),
+        konst("two", Tensor::scalar(2.0f32)),
+        op2("assign", "Assign", "v", "one", f),
+        NodeDef::new("id1", "Identity")
+            .with_input("v")
+            .with_input("^assign")
+            .with_attr("T", f),
+        NodeDef::new("id2", "Identity")
+            .with_input("id1")
+            .with_attr("T", f),
+        op2("sum", "AddV2", "id2", "two", f),
+        op2("plain", "AddV2", "two", "two", f),
+        retval("r0", "sum", 0, f),
+        retval("r1", "plain", 1, f),
+    ];
+    let dev = device();
+    let plan = ExecutorPlan::build_from_nodes(&nodes, &dev, &NoKernelCache).unwrap();
+    let flag = |name: &str| {
+        plan.nodes
+            .iter()
+            .find(|n| &*n.name == name)
+            .map(|n| n.may_receive_ref)
+            .unwrap()
+    };
+    assert!(flag("assign") && flag("id1") && flag("id2") && flag("sum"));
+    assert!(!flag("plain") && !flag("r1") && !flag("v"));
+    let (r, _) = run(nodes, 2);
+    let r = r.unwrap();
+    assert_eq!(r[0], Some(Tensor::scalar(3.0f32)));
+    assert_eq!(r[1], Some(Tensor::scalar(4.0f32)));
+}

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use graph::{Result, Tensor, TensorType};
 
 use crate::cpu::broadcast::BCast;
-use crate::cpu::types::Numeric;
+use crate::cpu::types::{Numeric, ScalarElem};
 use crate::op_kernel::{OpKernel, OpKernelContext};
 
 pub use super::arith::{AddFn, MulFn, SubFn};
@@ -169,9 +169,15 @@ fn check_rhs<A: TensorType, O, F: BinaryFn<A, O>>(a: &Tensor, b: &Tensor) -> Res
     Ok(())
 }
 
-impl<T: TensorType, F: BinaryFn<T, T>> OpKernel for BinaryKernel<T, F> {
+impl<T: ScalarElem, F: BinaryFn<T, T>> OpKernel for BinaryKernel<T, F> {
     #[inline]
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        if let Some((a, b)) = ctx.scalar_inputs::<T>() {
+            if F::CHECKS {
+                F::check(std::slice::from_ref(&b))?;
+            }
+            return ctx.set_scalar_output_from_input(0, 0, F::apply(a, b));
+        }
         let b = ctx.take_input(1)?;
         let a = ctx.take_input(0)?;
         check_rhs::<T, T, F>(&a, &b)?;
@@ -180,8 +186,14 @@ impl<T: TensorType, F: BinaryFn<T, T>> OpKernel for BinaryKernel<T, F> {
     }
 }
 
-impl<A: TensorType, O: TensorType, F: BinaryFn<A, O>> OpKernel for BinaryToKernel<A, O, F> {
+impl<A: ScalarElem, O: TensorType, F: BinaryFn<A, O>> OpKernel for BinaryToKernel<A, O, F> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        if let Some((a, b)) = ctx.scalar_inputs::<A>() {
+            if F::CHECKS {
+                F::check(std::slice::from_ref(&b))?;
+            }
+            return ctx.set_scalar_output(0, F::apply(a, b));
+        }
         let (a, b) = (ctx.input(0)?, ctx.input(1)?);
         check_rhs::<A, O, F>(a, b)?;
         let out = binary_op::<A, O>(a, b, F::apply)?;

@@ -1,0 +1,260 @@
+//! Delivering a finished node's outputs within one iteration (TensorFlow's
+//! `ActivateNodes`): the [`ReadyQueue`] of [`TaggedNode`]s and `activate`, which
+//! writes each output into its consumers' input slots, counts the consumers down
+//! and queues those that became ready. The fast path serves nodes without a `Merge`
+//! or `ControlTrigger` consumer; the slow path implements those two's rules (see
+//! [`pending_counts`](super::pending_counts)).
+
+use kernels::Entry;
+
+use super::immutable::{ExecutorPlan, NodeItem};
+use super::pending_counts::PendingCounts;
+use super::propagator::IterationState;
+
+/// A node scheduled in a frame instance and iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaggedNode {
+    /// The node.
+    pub node: usize,
+    /// The frame instance (index into the propagator's frames).
+    pub frame: usize,
+    /// The iteration.
+    pub iter: i64,
+    /// True when the node runs dead.
+    pub is_dead: bool,
+}
+
+/// Ready nodes, FIFO: a vector with a front index, reset when drained.
+///
+/// A queued node is packed into two words: its id, its frame instance and its
+/// deadness in the first, its iteration in the second. A node is usually taken right
+/// after it was queued; reading two words back as the two words that were stored
+/// (not a 32-byte struct through 16-byte moves that straddle the stores) lets the
+/// CPU forward the loads from the stores still in flight.
+#[derive(Default)]
+pub struct ReadyQueue {
+    items: Vec<PackedNode>,
+    front: usize,
+}
+
+#[derive(Clone, Copy)]
+struct PackedNode {
+    node_frame_dead: u64,
+    iter: i64,
+}
+
+const DEAD_BIT: u64 = 1 << 63;
+const FRAME_MASK: u64 = (1 << 31) - 1;
+
+impl ReadyQueue {
+    /// Appends a node.
+    #[inline]
+    pub fn push(&mut self, t: TaggedNode) {
+        // Node ids are checked to fit in u32 when the plan is built; frame instance
+        // indices are bounded by the memory their states take.
+        assert!(
+            t.node <= u32::MAX as usize && t.frame as u64 <= FRAME_MASK,
+            "invariant: node ids below 2^32 and frame instances below 2^31"
+        );
+        self.items.push(PackedNode {
+            node_frame_dead: t.node as u64 | (t.frame as u64) << 32 | (t.is_dead as u64) << 63,
+            iter: t.iter,
+        });
+    }
+
+    /// Takes the next node.
+    #[inline]
+    pub fn pop(&mut self) -> Option<TaggedNode> {
+        match self.items.get(self.front) {
+            Some(p) => {
+                let (w, iter) = (p.node_frame_dead, p.iter);
+                self.front += 1;
+                Some(TaggedNode {
+                    node: (w as u32) as usize,
+                    frame: ((w >> 32) & FRAME_MASK) as usize,
+                    iter,
+                    is_dead: w & DEAD_BIT != 0,
+                })
+            }
+            None => {
+                self.items.clear();
+                self.front = 0;
+                None
+            }
+        }
+    }
+
+    /// The number of queued nodes.
+    pub fn len(&self) -> usize {
+        self.items.len() - self.front
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every queued node.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.front = 0;
+    }
+}
+
+/// Delivers `outputs` of `item` to its consumers in one iteration (TensorFlow's
+/// `ActivateNodesFastPath`/`SlowPath`); returns how many became ready.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) fn activate(
+    plan: &ExecutorPlan,
+    it: &mut IterationState,
+    ready: &mut ReadyQueue,
+    frame: usize,
+    iter: i64,
+    item: &NodeItem,
+    is_dead: bool,
+    outputs: &mut [Entry],
+) -> usize {
+    if item.any_consumer_merge_or_trigger {
+        activate_slow(plan, it, ready, frame, iter, item, is_dead, outputs)
+    } else {
+        activate_fast(plan, it, ready, frame, iter, item, is_dead, outputs)
+    }
+}
+
+/// [`activate`] when no consumer is a `Merge` or `ControlTrigger`: every input
+/// counts down its consumer, which is dead when any input was.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn activate_fast(
+    plan: &ExecutorPlan,
+    it: &mut IterationState,
+    ready: &mut ReadyQueue,
+    frame: usize,
+    iter: i64,
+    item: &NodeItem,
+    is_dead: bool,
+    outputs: &mut [Entry],
+) -> usize {
+    let before = ready.len();
+    let edges = &plan.edges[item.out_edges.clone()];
+    let pending: &mut PendingCounts = &mut it.pending;
+    for e in edges {
+        let out = &mut outputs[e.src_slot as usize];
+        let dead = is_dead || out.is_empty();
+        let slot = &mut it.input_tensors[e.input_slot as usize];
+        if e.is_last {
+            slot.move_from(out);
+        } else {
+            out.clone_to(slot);
+        }
+        if let Some(dead) = pending.count_down(e.dst_pending as usize, dead) {
+            ready.push(TaggedNode {
+                node: e.dst as usize,
+                frame,
+                iter,
+                is_dead: dead,
+            });
+        }
+    }
+    for c in &plan.control_edges[item.out_control.clone()] {
+        if let Some(dead) = pending.count_down(c.dst_pending as usize, is_dead) {
+            ready.push(TaggedNode {
+                node: c.dst as usize,
+                frame,
+                iter,
+                is_dead: dead,
+            });
+        }
+    }
+    ready.len() - before
+}
+
+/// [`activate`] when some consumer is a `Merge` or `ControlTrigger`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn activate_slow(
+    plan: &ExecutorPlan,
+    it: &mut IterationState,
+    ready: &mut ReadyQueue,
+    frame: usize,
+    iter: i64,
+    item: &NodeItem,
+    is_dead: bool,
+    outputs: &mut [Entry],
+) -> usize {
+    let mut activated = 0;
+    let mut push = |node: u32, dead: bool| {
+        ready.push(TaggedNode {
+            node: node as usize,
+            frame,
+            iter,
+            is_dead: dead,
+        });
+        activated += 1;
+    };
+    let edges = &plan.edges[item.out_edges.clone()];
+    let controls = &plan.control_edges[item.out_control.clone()];
+    let pending: &mut PendingCounts = &mut it.pending;
+    for e in edges {
+        let dst = &plan.nodes[e.dst as usize];
+        let dst_pending = e.dst_pending as usize;
+        let out = &mut outputs[e.src_slot as usize];
+        let (ready_now, mut dst_dead);
+        if dst.is_merge {
+            if !out.is_empty() && !is_dead {
+                let slot = &mut it.input_tensors[e.input_slot as usize];
+                if e.is_last {
+                    slot.move_from(out);
+                } else {
+                    out.clone_to(slot);
+                }
+                let r = pending.adjust_for_mark_live(dst_pending);
+                ready_now = r.pending == 1;
+                dst_dead = false;
+            } else {
+                let r = pending.adjust_for_increment_dead(dst_pending);
+                dst_dead = r.dead as usize == dst.num_inputs || item.is_enter;
+                ready_now = r.pending == 1 && dst_dead;
+            }
+        } else {
+            let dead = is_dead || out.is_empty();
+            let slot = &mut it.input_tensors[e.input_slot as usize];
+            if e.is_last {
+                slot.move_from(out);
+            } else {
+                out.clone_to(slot);
+            }
+            let r = pending.adjust_for_activation(dst_pending, dead);
+            dst_dead = r.dead > 0;
+            ready_now = r.pending == 0;
+        }
+        if ready_now {
+            if dst.is_control_trigger {
+                dst_dead = false;
+            }
+            push(e.dst, dst_dead);
+        }
+    }
+    for c in controls {
+        let dst = &plan.nodes[c.dst as usize];
+        let dst_pending = c.dst_pending as usize;
+        let (ready_now, mut dst_dead);
+        if dst.is_merge {
+            let r = pending.adjust_for_decrement_pending(dst_pending, 2);
+            dst_dead = r.dead as usize == dst.num_inputs;
+            ready_now = r.pending == 0 || (r.pending == 1 && dst_dead);
+        } else {
+            let r = pending.adjust_for_activation(dst_pending, is_dead);
+            dst_dead = r.dead > 0;
+            ready_now = r.pending == 0;
+        }
+        if ready_now {
+            if dst.is_control_trigger {
+                dst_dead = false;
+            }
+            push(c.dst, dst_dead);
+        }
+    }
+    activated
+}
