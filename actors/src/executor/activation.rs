@@ -101,6 +101,17 @@ impl ReadyQueue {
     }
 }
 
+/// Writes an output into a consumer's input slot: moved along its last out-edge,
+/// cloned along the others.
+#[inline(always)]
+fn deliver(out: &mut Entry, slot: &mut Entry, is_last: bool) {
+    if is_last {
+        slot.move_from(out);
+    } else {
+        out.clone_to(slot);
+    }
+}
+
 /// Delivers `outputs` of `item` to its consumers in one iteration (TensorFlow's
 /// `ActivateNodesFastPath`/`SlowPath`); returns how many became ready.
 #[allow(clippy::too_many_arguments)]
@@ -142,12 +153,7 @@ fn activate_fast(
     for e in edges {
         let out = &mut outputs[e.src_slot as usize];
         let dead = is_dead || out.is_empty();
-        let slot = &mut it.input_tensors[e.input_slot as usize];
-        if e.is_last {
-            slot.move_from(out);
-        } else {
-            out.clone_to(slot);
-        }
+        deliver(out, &mut it.input_tensors[e.input_slot as usize], e.is_last);
         if let Some(dead) = pending.count_down(e.dst_pending as usize, dead) {
             ready.push(TaggedNode {
                 node: e.dst as usize,
@@ -203,12 +209,7 @@ fn activate_slow(
         let (ready_now, mut dst_dead);
         if dst.is_merge {
             if !out.is_empty() && !is_dead {
-                let slot = &mut it.input_tensors[e.input_slot as usize];
-                if e.is_last {
-                    slot.move_from(out);
-                } else {
-                    out.clone_to(slot);
-                }
+                deliver(out, &mut it.input_tensors[e.input_slot as usize], e.is_last);
                 let r = pending.adjust_for_mark_live(dst_pending);
                 ready_now = r.pending == 1;
                 dst_dead = false;
@@ -219,12 +220,7 @@ fn activate_slow(
             }
         } else {
             let dead = is_dead || out.is_empty();
-            let slot = &mut it.input_tensors[e.input_slot as usize];
-            if e.is_last {
-                slot.move_from(out);
-            } else {
-                out.clone_to(slot);
-            }
+            deliver(out, &mut it.input_tensors[e.input_slot as usize], e.is_last);
             let r = pending.adjust_for_activation(dst_pending, dead);
             dst_dead = r.dead > 0;
             ready_now = r.pending == 0;
