@@ -8,10 +8,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
 use graph::passes::partition::{partition, PartitionDevice};
-use graph::passes::place::{place, KernelSupport, PlacementOptions};
+use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
-use graph::{DeviceName, Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Status};
+use graph::passes::shape_inference::infer_shapes;
+use graph::{
+    DeviceName, Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Shape, Status,
+};
 use kernels::{DeviceContext, KernelRegistry, OpKernel};
 
 use crate::executor::{ExecutorPlan, KernelCache};
@@ -137,6 +141,10 @@ pub struct SessionOptions {
     pub allow_soft_placement: bool,
     /// Applied to every step that sets no timeout of its own.
     pub default_timeout: Option<std::time::Duration>,
+    /// Place every colocation group on a device chosen by a generator seeded with
+    /// this instead of by the cost model (constraints and kernels still respected):
+    /// for checking that a graph's answers do not depend on its placement.
+    pub random_placement_seed: Option<u64>,
 }
 
 impl Default for SessionOptions {
@@ -145,6 +153,7 @@ impl Default for SessionOptions {
             cpu_devices: 1,
             allow_soft_placement: false,
             default_timeout: None,
+            random_placement_seed: None,
         }
     }
 }
@@ -168,6 +177,19 @@ pub struct SessionState {
     builds: Arc<AtomicU64>,
     default_container: Arc<str>,
     closed: bool,
+    /// The whole graph's placement and frames, for its first `placed_nodes` nodes.
+    placed: Option<PlacedGraph>,
+}
+
+/// What a session knows of its whole graph, computed once per extension: the
+/// device of every node (so a stateful node keeps one device for the session's
+/// life, whichever steps use it: TensorFlow places the whole graph once and prunes
+/// afterwards) and the loop frame of every node (`Err` for a graph whose frames are
+/// malformed: the steps that need such nodes fail when partitioned).
+struct PlacedGraph {
+    placement: Placement,
+    frames: std::result::Result<ControlFlowInfo, Status>,
+    nodes: usize,
 }
 
 impl SessionState {
@@ -187,6 +209,7 @@ impl SessionState {
             builds,
             default_container,
             closed: false,
+            placed: None,
         }
     }
 
@@ -212,22 +235,103 @@ impl SessionState {
         let _span =
             tracing::debug_span!("build_step", fetches = ?sig.fetches, targets = ?sig.targets)
                 .entered();
+        self.place_graph();
         let c = Arc::new(self.build(sig)?);
         self.builds.fetch_add(1, Ordering::Relaxed);
         self.cache.insert(sig.clone(), Arc::clone(&c));
         Ok(c)
     }
 
+    /// Places the nodes added since the last placement, the earlier ones pinned.
+    fn place_graph(&mut self) {
+        let n = self.graph.num_nodes();
+        if self.placed.as_ref().is_some_and(|p| p.nodes == n) {
+            return;
+        }
+        let pinned: Vec<Option<usize>> = self.placed.as_ref().map_or_else(Vec::new, |p| {
+            let d = &p.placement.device;
+            d.iter().map(|&d| (d != usize::MAX).then_some(d)).collect()
+        });
+        let names: Vec<DeviceName> = self.devices.iter().map(|d| d.name.clone()).collect();
+        let popts = PlacementOptions {
+            allow_soft_placement: self.options.allow_soft_placement,
+            random_seed: self.options.random_placement_seed,
+            ..Default::default()
+        };
+        let registry = KernelRegistry::global();
+        let placement = place_graph(
+            &self.graph,
+            &names,
+            &RegistrySupport(registry),
+            &popts,
+            &pinned,
+        );
+        for (n, &d) in self.graph.nodes().iter().zip(&placement.device).skip(pinned.len()) {
+            if let Some(dev) = names.get(d) {
+                tracing::trace!(node = n.name(), device = %dev, "placed");
+            }
+        }
+        self.placed = Some(PlacedGraph {
+            placement,
+            frames: build_control_flow_info(&self.graph),
+            nodes: n,
+        });
+    }
+
+    /// The device of every node of the step graph `g`: the whole graph's placement
+    /// for the session's nodes; a feed's `_Arg` goes where its first consumer is, a
+    /// fetch's `_Retval` where its producer is.
+    fn step_assignment(&self, placed: &PlacedGraph, g: &Graph) -> Result<Vec<usize>> {
+        let mut a = vec![usize::MAX; g.num_nodes()];
+        for (i, n) in g.nodes().iter().enumerate() {
+            match self.graph.find(n.name()) {
+                Some(orig) => a[i] = placed.placement.device_of(orig)?,
+                None if matches!(n.op(), "_Arg" | "_Retval") => {}
+                None => {
+                    return Err(Status::internal("a step node is not in the session graph")
+                        .with_node(n.name()))
+                }
+            }
+        }
+        for i in 0..a.len() {
+            if a[i] == usize::MAX && g.node(i).op() == "_Arg" {
+                a[i] = g
+                    .out_edges(i)
+                    .map(|e| a[e.dst])
+                    .find(|&d| d != usize::MAX)
+                    .unwrap_or(0);
+            }
+        }
+        for i in 0..a.len() {
+            if a[i] == usize::MAX {
+                a[i] = g
+                    .data_input(i, 0)
+                    .map(|e| a[e.src])
+                    .filter(|&d| d != usize::MAX)
+                    .unwrap_or(0);
+            }
+        }
+        Ok(a)
+    }
+
     fn build(&self, sig: &StepSignature) -> Result<CompiledStep> {
         fn refs(v: &[String]) -> Vec<&str> {
             v.iter().map(String::as_str).collect()
         }
-        let sg = rewrite_for_step(
+        let placed = self
+            .placed
+            .as_ref()
+            .ok_or_else(|| Status::internal("the session graph was not placed"))?;
+        let mut sg = rewrite_for_step(
             &self.graph,
             &refs(&sig.feeds),
             &refs(&sig.fetches),
             &refs(&sig.targets),
         )?;
+        if let Ok(frames) = &placed.frames {
+            check_outside_loops(&self.graph, frames, sig)?;
+        }
+        self.static_feed_shapes(&mut sg.feeds)?;
         let g = Graph::from_graph_def(
             &GraphDef {
                 node: sg.nodes,
@@ -236,15 +340,8 @@ impl SessionState {
             OpRegistry::global(),
         )?;
         let names: Vec<DeviceName> = self.devices.iter().map(|d| d.name.clone()).collect();
-        let popts = PlacementOptions {
-            allow_soft_placement: self.options.allow_soft_placement,
-            ..Default::default()
-        };
         let registry = KernelRegistry::global();
-        let assignment = place(&g, &names, &RegistrySupport(registry), &popts)?;
-        for (i, n) in g.nodes().iter().enumerate() {
-            tracing::trace!(node = n.name(), device = %names[assignment[i]], "placed");
-        }
+        let assignment = self.step_assignment(placed, &g)?;
         let pdevs: Vec<PartitionDevice> = self
             .devices
             .iter()
@@ -296,6 +393,21 @@ impl SessionState {
         })
     }
 
+    /// A fed tensor whose node declares no shape (not a `Placeholder`) must still
+    /// fit the shape inferred for it statically, as TensorFlow's client checks.
+    fn static_feed_shapes(&self, feeds: &mut [FeedSpec]) -> Result<()> {
+        if feeds.iter().all(|f| f.shape.dims().is_some()) {
+            return Ok(());
+        }
+        let shapes = infer_shapes(&self.graph);
+        for f in feeds.iter_mut().filter(|f| f.shape.dims().is_none()) {
+            let (id, t) = graph::passes::prune::resolve_tensor(&self.graph, &f.name, "feed")?;
+            let s: &Shape = &shapes[id][t.port as usize];
+            f.shape = s.clone();
+        }
+        Ok(())
+    }
+
     /// Closes the session: drops its default container on every device and every
     /// compiled step. Later calls fail with `Cancelled`.
     pub fn close(&mut self) {
@@ -313,4 +425,30 @@ impl SessionState {
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
+}
+
+/// Feeds, fetches and targets must live outside every while loop, as TensorFlow's
+/// client requires (its `WhileContext` marks the ops of a loop not fetchable and
+/// their outputs not feedable): a value inside a loop exists once per iteration.
+fn check_outside_loops(g: &Graph, frames: &ControlFlowInfo, sig: &StepSignature) -> Result<()> {
+    let names = sig
+        .feeds
+        .iter()
+        .map(|n| (n, "feedable"))
+        .chain(sig.fetches.iter().map(|n| (n, "fetchable")))
+        .chain(sig.targets.iter().map(|n| (n, "fetchable")));
+    for (name, what) in names {
+        let node = name.trim_start_matches('^');
+        let node = node.split(':').next().unwrap_or(node);
+        let Some(id) = g.find(node) else { continue };
+        let f = frames.output_frame(g, id);
+        if f != 0 {
+            return Err(Status::invalid_argument(format!(
+                "Operation '{node}' has been marked as not {what}: it runs inside while loop '{}', once per iteration; use a value that leaves the loop through its Exit",
+                frames.frames[f].name
+            ))
+            .with_node(node));
+        }
+    }
+    Ok(())
 }

@@ -39,6 +39,24 @@ fn op_is(g: &Graph, n: NodeId, names: &[&str]) -> bool {
     names.contains(&g.node(n).op())
 }
 
+impl ControlFlowInfo {
+    /// The frame the outputs of `id` live in: an `Enter`'s is the frame it enters,
+    /// an `Exit`'s the enclosing one, any other node's its own.
+    pub fn output_frame(&self, g: &Graph, id: NodeId) -> usize {
+        let node = g.node(id);
+        match node.op() {
+            "Enter" | "RefEnter" => node
+                .def
+                .get_attr::<String>("frame_name")
+                .ok()
+                .and_then(|f| self.by_name.get(&f).copied())
+                .unwrap_or(0),
+            "Exit" | "RefExit" => self.frames[self.frame_of[id]].parent.unwrap_or(0),
+            _ => self.frame_of[id],
+        }
+    }
+}
+
 /// Builds the control-flow info of `g`; see the module docs.
 pub fn build_control_flow_info(g: &Graph) -> Result<ControlFlowInfo> {
     let n = g.num_nodes();

@@ -3,7 +3,8 @@
 //! source device and a `_Recv` on the destination, **one pair per (tensor,
 //! destination device)** however many consumers read it there. A control edge
 //! between devices becomes a dummy `Const` on the source (run after the source), sent
-//! to a `_Recv` that the destination waits on.
+//! to a `_Recv` followed by an `Identity` that the destination waits on (so a dead
+//! source makes the destination dead, as a local control edge would).
 //!
 //! **Loops across devices.** A `_Recv` has no inputs, so on its own it would run once
 //! in the root frame. For an edge inside a loop frame, the destination device gets a
@@ -12,9 +13,13 @@
 //! `LoopCond` (received from its device every iteration), and every `_Recv` of the
 //! frame on that device waits on the control loop's `Merge`. Each partition thus
 //! iterates in step with the one that decides the loop, and Send/Recv pairs meet
-//! under keys carrying the same frame and iteration.
+//! under keys carrying the same frame and iteration. A device that hosts part of a
+//! frame spread over several devices but has no `NextIteration` of it gets a
+//! control loop too, so the loop invariants there are read in every iteration. (The
+//! placer keeps each loop variable's `Enter`/`Merge`/`Switch`/`NextIteration`/`Exit`
+//! together, so no back edge ever crosses devices.)
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::node_def::TensorId;
 use crate::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
@@ -180,7 +185,8 @@ impl Partitioner<'_> {
         Ok(rname)
     }
 
-    /// The `_Recv` on device `d` that completes after `src` ran (a control edge).
+    /// The node on device `d` that completes after `src` ran (a control edge): an
+    /// `Identity` of a `_Recv`.
     fn ctrl_recv_for(&mut self, src: usize, d: usize, frame: usize) -> Result<String> {
         if let Some(n) = self.ctrl_recvs.get(&(src, d)) {
             return Ok(n.clone());
@@ -212,8 +218,16 @@ impl Partitioner<'_> {
             &sdev,
             &ddev,
         );
-        let rname = recv.name.clone();
-        self.ctrl_recvs.insert((src, d), rname.clone());
+        // Consumers wait on an Identity of the received value, not on the `_Recv`
+        // itself: a `_Recv` of a dead value runs live (only its output is dead), and
+        // a control edge carries the deadness of its source node, so without the
+        // Identity a node behind a dead control input on another device would run.
+        let identity = NodeDef::new(format!("{base}/identity"), "Identity")
+            .with_input(recv.name.clone())
+            .with_attr("T", DType::F32)
+            .with_device(ddev.name.clone());
+        let iname = identity.name.clone();
+        self.ctrl_recvs.insert((src, d), iname.clone());
         if frame != 0 {
             let m = self.control_merge(frame, d)?;
             recv.input.push(format!("^{m}"));
@@ -221,12 +235,47 @@ impl Partitioner<'_> {
         self.extra.push((sd, c));
         self.extra.push((sd, send));
         self.extra.push((d, recv));
+        self.extra.push((d, identity));
         self.out.transfers += 1;
-        Ok(rname)
+        Ok(iname)
+    }
+
+    /// Control loops for every device that hosts part of a loop frame spread over
+    /// several devices and does not iterate that frame by itself (no
+    /// `NextIteration` of it there): without one, a node there that reads only loop
+    /// invariants, or an `Enter` sending to another device, would run in the first
+    /// iteration only while its consumer waits in every iteration.
+    fn add_hosting_control_loops(&mut self) -> Result<()> {
+        let g = self.g;
+        let nf = self.cf.frames.len();
+        if nf == 1 {
+            return Ok(());
+        }
+        let mut hosts: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nf];
+        let mut iterates: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nf];
+        for id in 0..g.num_nodes() {
+            let d = self.assignment[id];
+            hosts[self.cf.frame_of[id]].insert(d);
+            hosts[self.cf.output_frame(g, id)].insert(d);
+            if matches!(g.node(id).op(), "NextIteration" | "RefNextIteration") {
+                iterates[self.cf.frame_of[id]].insert(d);
+            }
+        }
+        for f in 1..nf {
+            if hosts[f].len() > 1 {
+                for &d in &hosts[f] {
+                    if !iterates[f].contains(&d) {
+                        self.control_merge(f, d)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn run(mut self) -> Result<Partitions> {
         let g = self.g;
+        self.add_hosting_control_loops()?;
         for id in 0..g.num_nodes() {
             let node = g.node(id);
             let d = self.assignment[id];
@@ -340,7 +389,7 @@ mod tests {
             .iter()
             .find(|n| n.name == d.name())
             .unwrap();
-        assert!(dn.input[0].starts_with('^') && dn.input[0].ends_with("/recv"));
+        assert!(dn.input[0].starts_with('^') && dn.input[0].ends_with("/identity"));
         let cn = p.per_device[&1]
             .iter()
             .find(|n| n.name == c.op().name())

@@ -1,0 +1,237 @@
+//! Colocation groups and their candidate devices (steps 1–3 of [placement](super)).
+//!
+//! A group is a union-find class of nodes that must share a device. Each group gets
+//! either its candidate devices (constraint ∩ kernels, soft placement widening an
+//! unsatisfiable constraint) or the error that makes it unplaceable; every member of
+//! an unplaceable group carries that error.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{KernelSupport, PlacementOptions};
+use crate::{DType, DeviceName, Graph, NodeId, Status};
+
+/// Union-find over node ids (path halving; the smaller id is the root).
+pub(super) struct UnionFind(Vec<usize>);
+
+impl UnionFind {
+    pub(super) fn new(n: usize) -> UnionFind {
+        UnionFind((0..n).collect())
+    }
+
+    pub(super) fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0[ra.max(rb)] = ra.min(rb);
+        }
+    }
+}
+
+/// The colocation groups of a graph and what each may be placed on.
+pub(super) struct Groups {
+    /// Group root of every node.
+    pub root: Vec<usize>,
+    /// Members of each group, by root.
+    pub members: BTreeMap<usize, Vec<NodeId>>,
+    /// Candidate devices of each placeable group (never empty), by root.
+    pub candidates: BTreeMap<usize, Vec<usize>>,
+    /// The error of each unplaceable group, by root.
+    pub errors: BTreeMap<usize, Status>,
+}
+
+impl Groups {
+    /// True when `id` shares its group with no other node.
+    pub fn is_alone(&self, id: NodeId) -> bool {
+        self.members
+            .get(&self.root[id])
+            .is_none_or(|m| m.len() == 1)
+    }
+}
+
+/// Builds the groups: `_class: ["loc:@x"]` attributes, reference and resource edges.
+fn union_colocated(g: &Graph) -> UnionFind {
+    let n = g.num_nodes();
+    let mut uf = UnionFind::new(n);
+    // Colocation groups are keyed by the `loc:@name` string, as in TensorFlow: the
+    // named node itself may be absent (pruned away because it was fed, say).
+    let mut class_leader: HashMap<String, usize> = HashMap::new();
+    for id in 0..n {
+        let node = g.node(id);
+        if let Ok(classes) = node.def.get_attr::<Vec<String>>("_class") {
+            for c in classes {
+                if let Some(target) = c.strip_prefix("loc:@") {
+                    let leader = *class_leader
+                        .entry(target.to_owned())
+                        .or_insert_with(|| g.find(target).unwrap_or(id));
+                    uf.union(id, leader);
+                }
+            }
+        }
+        for e in g.in_edges(id).filter(|e| !e.is_control()) {
+            let t = g.node(e.src).output_type(e.src_output as usize);
+            if t.is_some_and(|t| t.is_ref || t.dtype == DType::Resource) {
+                uf.union(id, e.src);
+            }
+        }
+    }
+    uf
+}
+
+/// Steps 1–3 of placement; `pinned` fixes the device of nodes placed before.
+pub(super) fn build_groups(
+    g: &Graph,
+    devices: &[DeviceName],
+    kernels: &dyn KernelSupport,
+    opts: &PlacementOptions,
+    pinned: &[Option<usize>],
+) -> Groups {
+    let n = g.num_nodes();
+    let mut uf = union_colocated(g);
+    let root: Vec<usize> = (0..n).map(|id| uf.find(id)).collect();
+    let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for id in 0..n {
+        members.entry(root[id]).or_default().push(id);
+    }
+    let mut candidates = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    for (&r, group) in &members {
+        match group_candidates(g, devices, kernels, opts, pinned, group) {
+            Ok(c) => {
+                candidates.insert(r, c);
+            }
+            Err(e) => {
+                errors.insert(r, e);
+            }
+        }
+    }
+    Groups {
+        root,
+        members,
+        candidates,
+        errors,
+    }
+}
+
+fn group_candidates(
+    g: &Graph,
+    devices: &[DeviceName],
+    kernels: &dyn KernelSupport,
+    opts: &PlacementOptions,
+    pinned: &[Option<usize>],
+    members: &[NodeId],
+) -> Result<Vec<usize>, Status> {
+    let available = || -> String {
+        devices
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Nodes placed by an earlier placement keep their device: the group goes there.
+    let mut pinned_to: Option<(usize, NodeId)> = None;
+    for &m in members {
+        if let Some(d) = pinned.get(m).copied().flatten() {
+            match pinned_to {
+                Some((other, who)) if other != d => {
+                    let node = g.node(m);
+                    return Err(Status::invalid_argument(format!(
+                        "Cannot colocate nodes '{}' and '{}': they were placed on {} and {} by an earlier step",
+                        g.node(who).name(),
+                        node.name(),
+                        devices[other],
+                        devices[d]
+                    ))
+                    .with_node(node.name()));
+                }
+                _ => pinned_to = Some((d, m)),
+            }
+        }
+    }
+    if let Some((d, _)) = pinned_to {
+        return Ok(vec![d]);
+    }
+    let mut spec = DeviceName::default();
+    let mut spec_from: Option<&str> = None;
+    let mut conflict = None;
+    for &m in members {
+        let node = g.node(m);
+        if node.def.device.is_empty() {
+            continue;
+        }
+        let d = DeviceName::parse(&node.def.device).map_err(|e| e.with_node(node.name()))?;
+        match spec.merge(&d) {
+            Ok(s) => {
+                spec = s;
+                spec_from.get_or_insert(node.name());
+            }
+            Err(e) => {
+                conflict = Some(
+                    Status::invalid_argument(format!(
+                        "Cannot colocate nodes '{}' and '{}': {}",
+                        spec_from.unwrap_or(""),
+                        node.name(),
+                        e.message()
+                    ))
+                    .with_node(node.name()),
+                );
+                break;
+            }
+        }
+    }
+    if let Some(c) = conflict {
+        if !opts.allow_soft_placement {
+            return Err(c);
+        }
+        spec = DeviceName::default();
+    }
+    let supported = |dev: &DeviceName| {
+        let ty = dev.device_type.as_deref().unwrap_or("CPU");
+        members
+            .iter()
+            .all(|&m| kernels.supports(&g.node(m).def, ty))
+    };
+    let cands: Vec<usize> = (0..devices.len())
+        .filter(|&i| spec.matches(&devices[i]) && supported(&devices[i]))
+        .collect();
+    if !cands.is_empty() {
+        return Ok(cands);
+    }
+    let with_kernels: Vec<usize> = (0..devices.len())
+        .filter(|&i| supported(&devices[i]))
+        .collect();
+    let first = g.node(members[0]);
+    if with_kernels.is_empty() {
+        let missing = members
+            .iter()
+            .find(|&&m| {
+                devices.iter().all(|d| {
+                    !kernels.supports(&g.node(m).def, d.device_type.as_deref().unwrap_or("CPU"))
+                })
+            })
+            .map(|&m| g.node(m))
+            .unwrap_or(first);
+        return Err(Status::invalid_argument(format!(
+            "Cannot assign a device for operation '{}': no kernel for op {} on any available device ({})",
+            missing.name(),
+            missing.op(),
+            available()
+        ))
+        .with_node(missing.name()));
+    }
+    if !opts.allow_soft_placement {
+        let who = spec_from.unwrap_or(first.name());
+        return Err(Status::invalid_argument(format!(
+            "Cannot assign a device for operation '{who}': could not satisfy explicit device specification '{spec}' because no supported device matches it; available devices: {}",
+            available()
+        ))
+        .with_node(who));
+    }
+    Ok(with_kernels)
+}
