@@ -11,25 +11,33 @@
 //! - a non-reference `Enter` and a `NextIteration` go with their first data consumer
 //!   (visited in reverse topological order, likewise).
 //!
-//! The rule overrides a node's requested device, as TensorFlow's does, but never its
-//! kernel availability, never a node pinned by an earlier placement, and never a
-//! node that shares a colocation group (reference and resource edges, `loc:@`
-//! classes already keep those with their neighbours). Every other cross-device edge
-//! inside a loop stays within one iteration and is carried by the partitioner's
-//! control loops.
+//! The rule overrides a node's requested device and `loc:@` colocation (TensorFlow's
+//! gradient code colocates a gradient loop's `Enter` with the forward `Exit`, which
+//! would put the back edge across devices), as TensorFlow's does, but never its
+//! kernel availability, never a node pinned by an earlier placement, and never a node
+//! with a reference or resource input or output (those stay with their variable or
+//! resource). Every other cross-device edge inside a loop stays within one iteration
+//! and is carried by the partitioner's control loops.
 
-use super::groups::Groups;
 use super::KernelSupport;
-use crate::{DeviceName, Graph, NodeId};
+use crate::{DType, DeviceName, Graph, NodeId};
 
 fn is_op(g: &Graph, id: NodeId, names: &[&str]) -> bool {
     names.contains(&g.node(id).op())
 }
 
+/// True when a node has a reference or resource input or output.
+fn touches_state(g: &Graph, id: NodeId) -> bool {
+    let sig = &g.node(id).sig;
+    sig.inputs
+        .iter()
+        .chain(sig.outputs.iter())
+        .any(|t| t.is_ref || t.dtype == DType::Resource)
+}
+
 /// Moves loop skeleton nodes next to their neighbours; see the module docs.
 pub(super) fn colocate_control_flow(
     g: &Graph,
-    groups: &Groups,
     devices: &[DeviceName],
     kernels: &dyn KernelSupport,
     pinned: &[Option<usize>],
@@ -41,7 +49,7 @@ pub(super) fn colocate_control_flow(
             && assigned[id] != usize::MAX
             && assigned[id] != to
             && pinned.get(id).copied().flatten().is_none()
-            && groups.is_alone(id)
+            && !touches_state(g, id)
             && kernels.supports(
                 &g.node(id).def,
                 devices[to].device_type.as_deref().unwrap_or("CPU"),

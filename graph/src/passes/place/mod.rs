@@ -147,7 +147,7 @@ pub fn place_graph(
     let groups = groups::build_groups(g, devices, kernels, opts, pinned);
     let order = topological_order(g);
     let mut device = cost::assign(g, &groups, devices.len(), opts, &order);
-    control_flow::colocate_control_flow(g, &groups, devices, kernels, pinned, &order, &mut device);
+    control_flow::colocate_control_flow(g, devices, kernels, pinned, &order, &mut device);
     let mut errors: Vec<(NodeId, Status)> = groups
         .errors
         .iter()
