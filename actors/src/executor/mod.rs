@@ -3,6 +3,7 @@
 //!
 //! - [`immutable`] — the [`ExecutorPlan`], built once per partition.
 //! - [`propagator`] — frames, iterations and the ready queue of one step.
+//! - [`iterations`] — iteration states, each frame's ring of them, and their pool.
 //! - [`activation`] — the ready queue, and delivering outputs within an iteration.
 //! - [`pending_counts`] — per-iteration pending counts.
 //!
@@ -17,6 +18,7 @@
 
 pub mod activation;
 pub mod immutable;
+pub mod iterations;
 pub mod pending_counts;
 pub mod propagator;
 
@@ -80,6 +82,8 @@ pub struct ExecutorState {
     prop: PropagatorState,
     outstanding: usize,
     phase: Phase,
+    /// The executor stopped on an error.
+    failed: bool,
     scratch: Vec<Entry>,
     stats: Option<StatsCollector>,
     /// Whether a subscriber wants the per-node `node` spans (asked once per step,
@@ -89,7 +93,8 @@ pub struct ExecutorState {
 
 impl Drop for ExecutorState {
     fn drop(&mut self) {
-        let p = std::mem::take(&mut self.prop);
+        let mut p = std::mem::take(&mut self.prop);
+        p.end_step(self.failed || self.phase != Phase::Finished);
         self.plan.return_propagator(p);
     }
 }
@@ -109,6 +114,7 @@ impl ExecutorState {
             prop,
             outstanding: 0,
             phase: Phase::Running,
+            failed: false,
             scratch,
             stats,
             trace_nodes: tracing::enabled!(tracing::Level::TRACE),
@@ -162,6 +168,7 @@ impl ExecutorState {
 
     fn fail(&mut self, s: Status) -> ExecutorTransition {
         self.phase = Phase::Finished;
+        self.failed = true;
         self.prop.ready.clear();
         self.step.rendezvous.abort(s.clone());
         ExecutorTransition::Done(Err(s))
