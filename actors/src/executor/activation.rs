@@ -58,6 +58,10 @@ struct PackedNode {
 /// Slots a ready queue grows to before it compacts (4 KiB).
 const MIN_READY_CAPACITY: usize = 256;
 
+// The executor's cancellation check relies on the queue taking at least
+// CANCELLATION_CHECK_INTERVAL nodes between two compactions.
+const _: () = assert!(MIN_READY_CAPACITY / 2 >= super::CANCELLATION_CHECK_INTERVAL);
+
 const DEAD_BIT: u64 = 1 << 63;
 const FRAME_MASK: u64 = (1 << 31) - 1;
 
@@ -124,6 +128,14 @@ impl ReadyQueue {
                 None
             }
         }
+    }
+
+    /// Nodes taken since the queue was last compacted or drained. A compaction
+    /// happens only once [`MIN_READY_CAPACITY`]` / 2` or more were taken, so this
+    /// passes every multiple of 128 on the way.
+    #[inline]
+    pub fn taken(&self) -> usize {
+        self.front
     }
 
     /// The number of queued nodes.

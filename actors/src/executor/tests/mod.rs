@@ -2,8 +2,10 @@
 //! queues asynchronous completions.
 //!
 //! - `bounds` — memory follows live work (loops, rings, pooled state).
+//! - `cancellation` — a cancelled step stops a busy executor.
 
 mod bounds;
+mod cancellation;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
