@@ -30,7 +30,7 @@ pub struct TaggedNode {
 /// vector is reset when drained, and a push that finds it full first moves the
 /// queued nodes to the front when at least half of it is nodes already taken. Such
 /// a compaction moves fewer nodes than were taken since the last one, so pushes stay
-/// amortised O(1); beyond [`MIN_READY_CAPACITY`] the vector grows only when more than
+/// amortised O(1); beyond `MIN_READY_CAPACITY` (256) slots the vector grows only when more than
 /// half of it is queued, so its capacity stays below four times the most nodes
 /// queued at once. (Inside a loop the queue is seldom empty: without compaction it
 /// grew by every node the loop ran.)
@@ -95,7 +95,7 @@ impl ReadyQueue {
     }
 
     /// Called when the vector is full: compacts it when at least half of it is
-    /// nodes already taken, else grows it (to [`MIN_READY_CAPACITY`] at first, so
+    /// nodes already taken, else grows it (to `MIN_READY_CAPACITY` at first, so
     /// that a queue holding a few nodes compacts once per hundreds of pushes).
     fn make_room(&mut self) {
         let len = self.items.len();
@@ -131,7 +131,7 @@ impl ReadyQueue {
     }
 
     /// Nodes taken since the queue was last compacted or drained. A compaction
-    /// happens only once [`MIN_READY_CAPACITY`]` / 2` or more were taken, so this
+    /// happens only once `MIN_READY_CAPACITY / 2` (128) or more were taken, so this
     /// passes every multiple of 128 on the way.
     #[inline]
     pub fn taken(&self) -> usize {

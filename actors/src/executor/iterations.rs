@@ -1,12 +1,12 @@
 //! Iteration states and where they live (TensorFlow's `IterationState`): each frame
-//! instance keeps its live iterations in an [`IterationRing`], and a propagator keeps
-//! the states of deleted frames in an [`IterationPool`] for reuse, so a loop running
+//! instance keeps its live iterations in an `IterationRing`, and a propagator keeps
+//! the states of deleted frames in an `IterationPool` for reuse, so a loop running
 //! millions of iterations allocates a few states, not millions.
 //!
 //! Invariants:
 //! - A frame's live iterations are a contiguous range; the ring's length is a power
 //!   of two above their number, so two live iterations never share a slot. The ring
-//!   starts with room for `parallel_iterations` up to [`INITIAL_RING`] slots and
+//!   starts with room for `parallel_iterations` up to `INITIAL_RING` slots and
 //!   doubles when more iterations are alive at once: it is sized by what the step
 //!   uses, never by `parallel_iterations` alone (which may be `i32::MAX`).
 //! - A finished iteration's state stays in its slot, marked free, and the next
@@ -16,7 +16,7 @@
 //!   cannot forward and waits for.)
 //! - The pool counts the states frames hold and the most they held at once in a
 //!   step; when a step ends, states far beyond what steps typically use are freed
-//!   ([`TypicalUse`]).
+//!   (`TypicalUse`).
 
 use kernels::Entry;
 
@@ -25,7 +25,7 @@ use super::pending_counts::PendingCounts;
 
 /// One iteration of a frame instance.
 pub struct IterationState {
-    /// The iteration number ([`FREE_ITERATION`] when the state is free).
+    /// The iteration number (`FREE_ITERATION` when the state is free).
     pub iter_num: i64,
     /// Inputs of every node of the frame, at each node's `input_start`.
     pub input_tensors: Vec<Entry>,
@@ -237,7 +237,7 @@ fn clear_entries(entries: &mut [Entry]) {
 }
 
 /// How much of a pooled allocation later steps are likely to need: the most one
-/// step used over the last [`USE_WINDOW`] to twice as many steps. An allocation more
+/// step used over the last `USE_WINDOW` to twice as many steps. An allocation more
 /// than twice that (and above a floor) is cut back to it when a step ends, so one
 /// unusually large step's memory is released within 16 steps, while steps of
 /// steady size keep theirs and allocate nothing.
@@ -248,7 +248,7 @@ pub(super) struct TypicalUse {
     steps: u32,
 }
 
-/// Steps per window of [`TypicalUse`].
+/// Steps per window of `TypicalUse`.
 const USE_WINDOW: u32 = 8;
 
 impl TypicalUse {
