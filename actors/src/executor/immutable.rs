@@ -7,7 +7,8 @@
 //!
 //! Building checks the graph: every node has a kernel for the device; the graph has
 //! no cycle except through `NextIteration` back edges; every node's inputs come from
-//! one frame; no `Exit` sits outside a loop frame.
+//! one frame; no `Exit` sits outside a loop frame; every `Enter`'s
+//! `parallel_iterations` is at least 1.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -311,6 +312,26 @@ fn check_acyclic(g: &Graph) -> Result<()> {
     Ok(())
 }
 
+/// Checks that every `Enter` allows at least one iteration at a time
+/// (`InvalidArgument` naming the first that does not).
+fn check_parallel_iterations(g: &Graph) -> Result<()> {
+    for id in 0..g.num_nodes() {
+        let node = g.node(id);
+        if !op_is(node, &["Enter", "RefEnter"]) {
+            continue;
+        }
+        let p: i64 = node.def.get_attr_or("parallel_iterations", 10)?;
+        if p < 1 {
+            return Err(Status::invalid_argument(format!(
+                "parallel_iterations must be a positive integer, got {p} on Enter node '{}'",
+                node.name()
+            ))
+            .with_node(node.name()));
+        }
+    }
+    Ok(())
+}
+
 impl ExecutorPlan {
     /// Builds the plan of `g` for `device`; see the module docs for the checks.
     pub fn build(
@@ -320,6 +341,7 @@ impl ExecutorPlan {
         cache: &dyn KernelCache,
     ) -> Result<ExecutorPlan> {
         check_acyclic(g)?;
+        check_parallel_iterations(g)?;
         // Node ids travel as u32 in edges and the ready queue.
         index32(g.num_nodes(), "node count")?;
         let cf = graph::passes::control_flow::build_control_flow_info(g)?;
