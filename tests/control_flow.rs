@@ -396,10 +396,12 @@ fn malformed_loops_are_errors_not_hangs() {
     sess.extend(&json(&format!(
         r#"{c},{{"name":"en","op":"Enter","input":["c"],"attr":{{"T":{{"type":"int32"}},"frame_name":{{"s":"L"}}}}}},
         {{"name":"m","op":"Merge","input":["en","a"],"attr":{{"T":{{"type":"int32"}},"N":{{"i":2}}}}}},
-        {{"name":"a","op":"AddV2","input":["m","m"],"attr":{{"T":{{"type":"int32"}}}}}}"#
+        {{"name":"a","op":"AddV2","input":["m","m"],"attr":{{"T":{{"type":"int32"}}}}}},
+        {{"name":"ex","op":"Exit","input":["a"],"attr":{{"T":{{"type":"int32"}}}}}}"#
     )))
     .unwrap();
-    let e = sess.run(&[], &["a:0"], &[]).unwrap_err();
+    // (fetched through an Exit: a value inside the loop is not fetchable at all)
+    let e = sess.run(&[], &["ex:0"], &[]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("cycle"), "{e}");
     // an Exit outside any frame

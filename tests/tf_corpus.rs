@@ -118,16 +118,32 @@ fn compare(got: &Tensor, want: &Tensor, tol: &BTreeMap<String, Tolerance>) -> Re
     Ok(())
 }
 
+/// How a fixture's session spreads the graph: over how many devices, and by the
+/// cost model or a seeded random placer.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    devices: usize,
+    random_seed: Option<u64>,
+}
+
+const ONE_DEVICE: Layout = Layout {
+    devices: 1,
+    random_seed: None,
+};
+
 /// Runs one fixture; `Err` lists what went wrong.
-fn run_fixture(dir: &Path) -> Result<(), String> {
+fn run_fixture(dir: &Path, layout: Layout) -> Result<(), String> {
     let text = std::fs::read_to_string(dir.join("manifest.json"))
         .map_err(|e| format!("reading manifest.json: {e}"))?;
     let m: Manifest =
         serde_json::from_str(&text).map_err(|e| format!("parsing manifest.json: {e}"))?;
     let graph = load_graph_def(&dir.join("graph.pb"), &ImportOptions::default())
         .map_err(|e| format!("import: {e}"))?;
+    // The deadline is the runtime's own: a placement that hung a loop fails here.
     let options = SessionOptions {
         default_timeout: Some(Duration::from_secs(60)),
+        cpu_devices: layout.devices,
+        random_placement_seed: layout.random_seed,
         ..SessionOptions::default()
     };
     let sess = Session::new(&graph, options).map_err(|e| format!("session: {e}"))?;
@@ -186,6 +202,27 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 
 #[test]
 fn every_fixture_matches_tensorflow() {
+    check_corpus(&[ONE_DEVICE]);
+}
+
+/// Placement independence: the same answers whatever devices the placer spreads a
+/// graph over (loops, conds, gradients of loops and stateful nodes included).
+#[test]
+fn every_fixture_matches_tensorflow_on_any_placement() {
+    let mut layouts: Vec<Layout> = (2..=4)
+        .map(|devices| Layout {
+            devices,
+            random_seed: None,
+        })
+        .collect();
+    layouts.extend((1..=4).map(|seed| Layout {
+        devices: 3,
+        random_seed: Some(seed),
+    }));
+    check_corpus(&layouts);
+}
+
+fn check_corpus(layouts: &[Layout]) {
     let root = corpus_dir();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("the corpus directory exists")
@@ -212,8 +249,11 @@ fn every_fixture_matches_tensorflow() {
             .ok()
             .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
             .and_then(|m| m.known_failure);
-        let outcome = catch_unwind(AssertUnwindSafe(|| run_fixture(dir)))
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))));
+        let outcome = layouts.iter().try_for_each(|&layout| {
+            catch_unwind(AssertUnwindSafe(|| run_fixture(dir, layout)))
+                .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
+                .map_err(|e| format!("{layout:?}: {e}"))
+        });
         match (outcome, known_failure) {
             (Ok(()), None) => passed.push(name),
             (Ok(()), Some(reason)) => {

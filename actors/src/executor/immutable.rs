@@ -131,48 +131,6 @@ fn index32(v: usize, what: &str) -> Result<u32> {
         .map_err(|_| Status::resource_exhausted(format!("graph too large: {what} {v} exceeds u32")))
 }
 
-/// For every node, whether its output may carry a variable reference: a reference
-/// output type, or an `Identity` (which forwards references unread) fed by such a
-/// node. Identity chains are acyclic (a cycle must pass a `NextIteration`), so the
-/// walk up an Identity chain ends.
-fn ref_producers(g: &Graph) -> Vec<bool> {
-    let n = g.num_nodes();
-    // 0 = unknown, 1 = no, 2 = yes
-    let mut memo = vec![0u8; n];
-    for start in 0..n {
-        let mut chain = Vec::new();
-        let mut id = start;
-        let answer = loop {
-            if memo[id] != 0 {
-                break memo[id] == 2;
-            }
-            let node = g.node(id);
-            if node.sig.outputs.iter().any(|t| t.is_ref) {
-                memo[id] = 2;
-                break true;
-            }
-            if node.op() != "Identity" {
-                memo[id] = 1;
-                break false;
-            }
-            match g.in_edges(id).find(|e| !e.is_control()) {
-                Some(e) if !chain.contains(&e.src) && e.src != id => {
-                    chain.push(id);
-                    id = e.src;
-                }
-                _ => {
-                    memo[id] = 1;
-                    break false;
-                }
-            }
-        };
-        for c in chain {
-            memo[c] = if answer { 2 } else { 1 };
-        }
-    }
-    memo.into_iter().map(|m| m == 2).collect()
-}
-
 /// A loop frame (or the root frame, index 0) as built once.
 pub struct FrameInfo {
     /// The frame's name (`""` for the root).
@@ -428,7 +386,7 @@ impl ExecutorPlan {
         let mut edges = Vec::new();
         let mut control_edges = Vec::new();
         let mut items = Vec::with_capacity(n);
-        let emits_ref = ref_producers(g);
+        let emits_ref = g.ref_carriers();
         for id in 0..n {
             let node = g.node(id);
             let e0 = edges.len();

@@ -55,10 +55,15 @@ impl Groups {
     }
 }
 
-/// Builds the groups: `_class: ["loc:@x"]` attributes, reference and resource edges.
+/// Builds the groups: `_class: ["loc:@x"]` attributes, reference and resource edges
+/// (references forwarded by Identity chains included).
 fn union_colocated(g: &Graph) -> UnionFind {
     let n = g.num_nodes();
     let mut uf = UnionFind::new(n);
+    // A reference forwarded by an Identity (`v/read`) is read when its consumer
+    // runs: across devices its Send would read it early instead, before the
+    // assignments the consumer's control dependencies wait for.
+    let refs = g.ref_carriers();
     // Colocation groups are keyed by the `loc:@name` string, as in TensorFlow: the
     // named node itself may be absent (pruned away because it was fed, say).
     let mut class_leader: HashMap<String, usize> = HashMap::new();
@@ -76,7 +81,10 @@ fn union_colocated(g: &Graph) -> UnionFind {
         }
         for e in g.in_edges(id).filter(|e| !e.is_control()) {
             let t = g.node(e.src).output_type(e.src_output as usize);
-            if t.is_some_and(|t| t.is_ref || t.dtype == DType::Resource) {
+            let strict = t.is_some_and(|t| t.is_ref || t.dtype == DType::Resource);
+            // (a reader that asks for a device of its own gets it, and reads when
+            // its Send runs, as in TensorFlow)
+            if strict || (refs[e.src] && node.def.device.is_empty()) {
                 uf.union(id, e.src);
             }
         }
@@ -96,8 +104,8 @@ pub(super) fn build_groups(
     let mut uf = union_colocated(g);
     let root: Vec<usize> = (0..n).map(|id| uf.find(id)).collect();
     let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for id in 0..n {
-        members.entry(root[id]).or_default().push(id);
+    for (id, &r) in root.iter().enumerate() {
+        members.entry(r).or_default().push(id);
     }
     let mut candidates = BTreeMap::new();
     let mut errors = BTreeMap::new();
