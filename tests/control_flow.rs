@@ -1,13 +1,17 @@
 //! Control flow v1 end to end: cond and while_loop built as TensorFlow builds them,
-//! run by the executor's frames and iterations; values checked by hand.
+//! run by the executor's frames and iterations; values checked by hand, every step on
+//! one device and spread over several ([`AnyPlacement`]).
 
 use actorflow::graph::builder::{cond, while_loop, WhileOptions};
 use actorflow::{
     ops, Code, DType, GraphDef, Output, Scope, Session, SessionOptions, Shape, Tensor,
 };
 
+mod any_placement;
+use any_placement::AnyPlacement;
+
 fn run1(s: &Scope, fetch: &Output) -> Tensor {
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[&fetch.name()], &[]).unwrap().remove(0)
 }
 
@@ -60,7 +64,7 @@ fn the_issue_loop_with_two_variables_and_a_fed_bound() {
         &WhileOptions::default(),
     )
     .unwrap();
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     for n_val in [0, 1, 7, 1000] {
         let r = sess
             .run(
@@ -110,7 +114,7 @@ fn nested_loops_inside_a_cond() {
     )
     .unwrap()
     .remove(0);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     assert_eq!(
         sess.run(&[(&p.name(), Tensor::scalar(true))], &[&out.name()], &[])
             .unwrap()[0],
@@ -205,7 +209,7 @@ fn a_loop_updating_a_variable_each_iteration() {
         },
     )
     .unwrap();
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[], &[v.initializer.name()]).unwrap();
     assert_eq!(
         sess.run(&[], &[&outs[0].name()], &[]).unwrap()[0],
@@ -242,7 +246,7 @@ fn parallel_iterations_1_and_32_agree() {
             },
         )
         .unwrap();
-        let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+        let sess = AnyPlacement::new(&s.graph_def()).unwrap();
         let r = sess
             .run(&[], &[&outs[1].name(), &outs[2].name()], &[])
             .unwrap();
@@ -333,7 +337,7 @@ fn a_dead_branch_never_runs_its_expensive_op() {
     )
     .unwrap()
     .remove(0);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[], &[counter.initializer.name()]).unwrap();
     for _ in 0..5 {
         assert_eq!(
@@ -377,7 +381,7 @@ fn an_error_inside_a_loop_body_aborts_the_step_cleanly() {
     )
     .unwrap();
     let ok = int(&s, 7);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     let e = sess.run(&[], &[&outs[1].name()], &[]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     assert!(e.node().unwrap().contains("FloorDiv"), "{e}");
@@ -389,7 +393,7 @@ fn an_error_inside_a_loop_body_aborts_the_step_cleanly() {
 
 #[test]
 fn malformed_loops_are_errors_not_hangs() {
-    let sess = Session::new(&GraphDef::default(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&GraphDef::default()).unwrap();
     let json = |nodes: &str| GraphDef::from_json(&format!(r#"{{"node":[{nodes}]}}"#)).unwrap();
     let c = r#"{"name":"c","op":"Const","attr":{"dtype":{"type":"int32"},"value":{"tensor":{"dtype":"int32","shape":[],"content":"AQAAAA=="}}}}"#;
     // Merge fed by its own successor without a NextIteration

@@ -31,7 +31,11 @@ fn feeds_fetches_and_name_forms() {
     assert_eq!(out[2], xv);
     // feeding an intermediate tensor cuts the graph there
     let out = sess
-        .run(&[(&y.name(), Tensor::vector(&[3.0f32, -1.0]))], &[&z.name()], &[])
+        .run(
+            &[(&y.name(), Tensor::vector(&[3.0f32, -1.0]))],
+            &[&z.name()],
+            &[],
+        )
         .unwrap();
     assert_eq!(out[0], Tensor::vector(&[9.0f32, 1.0]));
     // ... with a value of the tensor's static shape ([?] + [2] is [2]), as
@@ -40,7 +44,10 @@ fn feeds_fetches_and_name_forms() {
         .run(&[(&y.name(), Tensor::vector(&[3.0f32]))], &[&z.name()], &[])
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
-    assert!(e.message().contains("Cannot feed value of shape [1]"), "{e}");
+    assert!(
+        e.message().contains("Cannot feed value of shape [1]"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -13,9 +13,7 @@ use graph::passes::partition::{partition, PartitionDevice};
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
 use graph::passes::shape_inference::infer_shapes;
-use graph::{
-    DeviceName, Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Shape, Status,
-};
+use graph::{DeviceName, Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Shape, Status};
 use kernels::{DeviceContext, KernelRegistry, OpKernel};
 
 use crate::executor::{ExecutorPlan, KernelCache};
@@ -266,7 +264,13 @@ impl SessionState {
             &popts,
             &pinned,
         );
-        for (n, &d) in self.graph.nodes().iter().zip(&placement.device).skip(pinned.len()) {
+        for (n, &d) in self
+            .graph
+            .nodes()
+            .iter()
+            .zip(&placement.device)
+            .skip(pinned.len())
+        {
             if let Some(dev) = names.get(d) {
                 tracing::trace!(node = n.name(), device = %dev, "placed");
             }
