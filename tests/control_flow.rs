@@ -417,3 +417,51 @@ fn malformed_loops_are_errors_not_hangs() {
     assert_eq!(e.code(), Code::InvalidArgument);
     assert_eq!(e.node(), Some("x"));
 }
+
+/// A value inside a loop exists once per iteration: TensorFlow's client marks the
+/// ops of a `WhileContext` not fetchable and their outputs not feedable, so feeding,
+/// fetching or targeting one from outside is INVALID_ARGUMENT naming the node; the
+/// loop's results come out through its Exits.
+#[test]
+fn values_inside_a_loop_are_neither_fetchable_nor_feedable() {
+    let s = Scope::new();
+    let outs = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &int(b, 4)),
+        |b, v| Ok(vec![ops::add(b, &v[0], &int(b, 1))?]),
+        &[int(&s, 0)],
+        &WhileOptions::default(),
+    )
+    .unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
+    let graph = s.graph_def();
+    let inside: Vec<&str> = graph
+        .node
+        .iter()
+        .filter(|n| ["Identity", "Merge", "Switch", "Add", "AddV2"].contains(&n.op.as_str()))
+        .map(|n| n.name.as_str())
+        .collect();
+    assert!(inside.len() >= 4, "{inside:?}");
+    for node in inside {
+        let e = sess.run(&[], &[&format!("{node}:0")], &[]).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("not fetchable"), "{e}");
+        assert_eq!(e.node(), Some(node));
+        let e = sess.run(&[], &[], &[node]).unwrap_err();
+        assert!(e.message().contains("not fetchable"), "{e}");
+        let e = sess
+            .run(
+                &[(&format!("{node}:0"), Tensor::scalar(1i32))],
+                &[&outs[0].name()],
+                &[],
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("not feedable"), "{e}");
+    }
+    // the session is still usable, and the result leaves through the Exit
+    assert_eq!(
+        sess.run(&[], &[&outs[0].name()], &[]).unwrap()[0],
+        Tensor::scalar(4i32)
+    );
+}

@@ -290,3 +290,47 @@ fn resource_variables_work_through_sessions() {
         Tensor::vector(&[11i32, 12, 13])
     );
 }
+
+/// A feed must fit the static shape of the tensor it replaces, as TensorFlow's client
+/// checks: the placeholder's `shape` attribute, or the shape inferred for any other
+/// tensor; unknown dimensions take any size.
+#[test]
+fn feeds_must_fit_the_static_shape() {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::from_dims(&[None, Some(2)])).unwrap();
+    let y = ops::add(&s, &x, &ops::scalar(&s, 1.0f32).unwrap()).unwrap();
+    let z = ops::mul(&s, &y, &y).unwrap();
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let six = Tensor::vector(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let three_by_two = six.reshaped([3, 2]).unwrap();
+    for name in [x.name(), y.name()] {
+        let e = sess
+            .run(&[(&name, six.clone())], &[&z.name()], &[])
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(
+            e.message().contains(&format!(
+                "Cannot feed value of shape [6] for tensor '{name}', which has shape [?,2]"
+            )),
+            "{e}"
+        );
+    }
+    let out = sess
+        .run(&[(&y.name(), three_by_two.clone())], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(
+        out[0],
+        Tensor::vector(&[1.0f32, 4.0, 9.0, 16.0, 25.0, 36.0])
+            .reshaped([3, 2])
+            .unwrap()
+    );
+    let out = sess
+        .run(&[(&x.name(), three_by_two)], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(
+        out[0],
+        Tensor::vector(&[4.0f32, 9.0, 16.0, 25.0, 36.0, 49.0])
+            .reshaped([3, 2])
+            .unwrap()
+    );
+}
