@@ -62,12 +62,14 @@ fn a_deadline_stops_a_busy_loop() {
         timeout: Some(Duration::from_millis(1)),
         ..Default::default()
     };
+    let mut times = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
         let e = sess
             .run_with(&opts, &[(&nn, Tensor::scalar(i32::MAX))], &[&on], &[])
             .unwrap_err();
         let took = t.elapsed();
+        times.push(took);
         assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
         assert!(took < PROMPTLY, "the busy step stopped after {took:?}");
         // the next step is a normal one
@@ -76,6 +78,10 @@ fn a_deadline_stops_a_busy_loop() {
             .unwrap();
         assert_eq!(out[0], Tensor::scalar(1000i32));
     }
+    // the bound, met by the best of the three (one may be descheduled)
+    let best = times.iter().min().copied().unwrap_or_default();
+    println!("a 1 ms deadline stopped the busy loop after {times:?}");
+    assert!(best < Duration::from_millis(50), "{times:?}");
 }
 
 #[test]
