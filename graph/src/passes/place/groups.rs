@@ -55,15 +55,10 @@ impl Groups {
     }
 }
 
-/// Builds the groups: `_class: ["loc:@x"]` attributes, reference and resource edges
-/// (references forwarded by Identity chains included).
+/// Builds the groups: `_class: ["loc:@x"]` attributes, reference and resource edges.
 fn union_colocated(g: &Graph) -> UnionFind {
     let n = g.num_nodes();
     let mut uf = UnionFind::new(n);
-    // A reference forwarded by an Identity (`v/read`) is read when its consumer
-    // runs: across devices its Send would read it early instead, before the
-    // assignments the consumer's control dependencies wait for.
-    let refs = g.ref_carriers();
     // Colocation groups are keyed by the `loc:@name` string, as in TensorFlow: the
     // named node itself may be absent (pruned away because it was fed, say).
     let mut class_leader: HashMap<String, usize> = HashMap::new();
@@ -81,10 +76,7 @@ fn union_colocated(g: &Graph) -> UnionFind {
         }
         for e in g.in_edges(id).filter(|e| !e.is_control()) {
             let t = g.node(e.src).output_type(e.src_output as usize);
-            let strict = t.is_some_and(|t| t.is_ref || t.dtype == DType::Resource);
-            // (a reader that asks for a device of its own gets it, and reads when
-            // its Send runs, as in TensorFlow)
-            if strict || (refs[e.src] && node.def.device.is_empty()) {
+            if t.is_some_and(|t| t.is_ref || t.dtype == DType::Resource) {
                 uf.union(id, e.src);
             }
         }

@@ -227,31 +227,6 @@ mod tests {
     }
 
     #[test]
-    fn readers_of_a_forwarded_reference_stay_with_the_variable() {
-        // `v/read` forwards v's reference unread: its readers read when they run,
-        // so they must not be behind a Send that reads earlier
-        let s = Scope::new();
-        let init = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
-        let v = ops::Variable::new(&s.with_device("/device:CPU:2"), "v", &init, true).unwrap();
-        let twice = ops::identity(&s, &v.value).unwrap();
-        let reader = ops::mul(&s, &twice, &twice).unwrap();
-        let pinned = ops::mul(&s.with_device("/device:CPU:0"), &v.value, &init).unwrap();
-        let g = graph(&s);
-        for random_seed in [None, Some(1), Some(2), Some(3)] {
-            let opts = PlacementOptions {
-                random_seed,
-                ..Default::default()
-            };
-            let p = place(&g, &devices(4), &AllKernels, &opts).unwrap();
-            for name in ["v/read", twice.op().name(), reader.op().name()] {
-                assert_eq!(p[g.find(name).unwrap()], 2, "{name} ({random_seed:?})");
-            }
-            // a reader that asks for a device gets it
-            assert_eq!(p[g.find(pinned.op().name()).unwrap()], 0);
-        }
-    }
-
-    #[test]
     fn impossible_constraints_are_errors_unless_soft() {
         let s = Scope::new();
         let a = ops::constant(&s.with_device("/device:CPU:9"), Tensor::scalar(1.0f32)).unwrap();
