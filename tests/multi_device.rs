@@ -380,8 +380,8 @@ fn stateful_nodes_keep_their_device_across_steps_and_extensions() {
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
         let out = sess.run(&[], &all, &[]).unwrap();
         assert_eq!(out, (0..VARS).map(want).collect::<Vec<_>>());
-        for i in 0..VARS {
-            assert_eq!(device_of(&all, &[], &format!("v{i}")), homes[i]);
+        for (i, home) in homes.iter().enumerate() {
+            assert_eq!(&device_of(&all, &[], &format!("v{i}")), home);
         }
         // the queue: filled by one step, drained by another
         sess.run(&[], &[], &[enqueue.name()]).unwrap();
@@ -397,8 +397,8 @@ fn stateful_nodes_keep_their_device_across_steps_and_extensions() {
             sess.run(&[], &[&total.name()], &[]).unwrap()[0],
             Tensor::scalar(sum as f32)
         );
-        for i in 0..VARS {
-            assert_eq!(device_of(&[&total.name()], &[], &format!("v{i}")), homes[i]);
+        for (i, home) in homes.iter().enumerate() {
+            assert_eq!(&device_of(&[&total.name()], &[], &format!("v{i}")), home);
         }
         let spread: std::collections::BTreeSet<&String> = homes.iter().collect();
         println!("{devices} devices, seed {random_placement_seed:?}: variables on {spread:?}");
