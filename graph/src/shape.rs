@@ -66,9 +66,12 @@ impl TensorShape {
         self.0[i]
     }
 
-    /// The number of elements (1 for a scalar).
+    /// The number of elements (1 for a scalar); `usize::MAX` when the product
+    /// overflows (shapes from user input may), so it never panics and a zero
+    /// dimension still gives 0. Allocation checks it with
+    /// [`TensorShape::checked_num_elements`].
     pub fn num_elements(&self) -> usize {
-        self.0.iter().product()
+        self.0.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
 
     /// The number of elements, or `InvalidArgument` when it overflows `usize`.
