@@ -96,8 +96,8 @@ pub(super) fn build_groups(
     let mut uf = union_colocated(g);
     let root: Vec<usize> = (0..n).map(|id| uf.find(id)).collect();
     let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for id in 0..n {
-        members.entry(root[id]).or_default().push(id);
+    for (id, &r) in root.iter().enumerate() {
+        members.entry(r).or_default().push(id);
     }
     let mut candidates = BTreeMap::new();
     let mut errors = BTreeMap::new();

@@ -90,7 +90,8 @@ impl Placement {
 
     /// `Ok` when every node of `ids` has a device, else the first error.
     pub fn check(&self, ids: impl IntoIterator<Item = NodeId>) -> Result<()> {
-        ids.into_iter().try_for_each(|id| self.device_of(id).map(|_| ()))
+        ids.into_iter()
+            .try_for_each(|id| self.device_of(id).map(|_| ()))
     }
 }
 
