@@ -179,7 +179,7 @@ pub fn place(
 mod tests {
     use super::*;
     use crate::builder::Scope;
-    use crate::{ops, Code, OpRegistry, Tensor};
+    use crate::{ops, Code, DType, OpRegistry, Tensor};
 
     struct AllKernels;
     impl KernelSupport for AllKernels {
