@@ -21,7 +21,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::{AttrValue, DType, DataType, NodeDef, Result, Status};
+use crate::{AttrValue, DType, DataType, NodeDef, Result, Shape, Status};
 pub use registry::OpRegistry;
 pub use shape_fn::{InferenceContext, ShapeFn};
 
@@ -448,6 +448,16 @@ fn check_attr(def: &AttrDef, v: &AttrValue) -> Result<()> {
                 def.name
             )));
         }
+    }
+    let shapes: &[Shape] = match v {
+        AttrValue::Shape(s) => std::slice::from_ref(s),
+        AttrValue::List(l) => &l.shape,
+        _ => &[],
+    };
+    for s in shapes {
+        s.check_valid().map_err(|e| {
+            Status::invalid_argument(format!("attr '{}': {}", def.name, e.message()))
+        })?;
     }
     Ok(())
 }
