@@ -6,9 +6,10 @@
 //!   ─ shuffle_batch (2 queue-runner loops) ─ MLP ─ loss ─ Adam.minimize(global_step)
 //! ```
 //!
-//! A [`MonitoredTrainingSession`] restores the newest checkpoint of
+//! A [`MonitoredTrainingSession`] restores the newest readable checkpoint of
 //! `--checkpoint-dir` when there is one (so a killed run resumes where its last
-//! checkpoint left it), saves one every `--save-steps` steps and at the end, writes
+//! checkpoint left it; if every checkpoint there is damaged it stops with an
+//! error, and `--fresh` starts over), saves one every `--save-steps` steps and at the end, writes
 //! TensorBoard events (the loss and the graph) to `--logdir`, and stops at
 //! `--steps`. One traced step is written as a Perfetto trace. The test split is then
 //! evaluated; the last line printed is `test_accuracy=<fraction>`.

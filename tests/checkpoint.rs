@@ -540,5 +540,15 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
             assert!(f == "checkpoint" || f.starts_with('.'), "stray file {f}");
         }
     }
+    // the next save into the directory deletes the temporary file the killed
+    // save may have left
+    saver
+        .save(&sess, dir.join("model.ckpt"), Some(step as i64 + 1))
+        .unwrap();
+    let left: Vec<String> = files(&dir)
+        .into_iter()
+        .filter(|f| f.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

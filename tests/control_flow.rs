@@ -1,13 +1,17 @@
 //! Control flow v1 end to end: cond and while_loop built as TensorFlow builds them,
-//! run by the executor's frames and iterations; values checked by hand.
+//! run by the executor's frames and iterations; values checked by hand, every step on
+//! one device and spread over several ([`AnyPlacement`]).
 
 use actorflow::graph::builder::{cond, while_loop, WhileOptions};
 use actorflow::{
     ops, Code, DType, GraphDef, Output, Scope, Session, SessionOptions, Shape, Tensor,
 };
 
+mod any_placement;
+use any_placement::AnyPlacement;
+
 fn run1(s: &Scope, fetch: &Output) -> Tensor {
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[&fetch.name()], &[]).unwrap().remove(0)
 }
 
@@ -60,7 +64,7 @@ fn the_issue_loop_with_two_variables_and_a_fed_bound() {
         &WhileOptions::default(),
     )
     .unwrap();
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     for n_val in [0, 1, 7, 1000] {
         let r = sess
             .run(
@@ -110,7 +114,7 @@ fn nested_loops_inside_a_cond() {
     )
     .unwrap()
     .remove(0);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     assert_eq!(
         sess.run(&[(&p.name(), Tensor::scalar(true))], &[&out.name()], &[])
             .unwrap()[0],
@@ -205,7 +209,7 @@ fn a_loop_updating_a_variable_each_iteration() {
         },
     )
     .unwrap();
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[], &[v.initializer.name()]).unwrap();
     assert_eq!(
         sess.run(&[], &[&outs[0].name()], &[]).unwrap()[0],
@@ -242,7 +246,7 @@ fn parallel_iterations_1_and_32_agree() {
             },
         )
         .unwrap();
-        let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+        let sess = AnyPlacement::new(&s.graph_def()).unwrap();
         let r = sess
             .run(&[], &[&outs[1].name(), &outs[2].name()], &[])
             .unwrap();
@@ -333,7 +337,7 @@ fn a_dead_branch_never_runs_its_expensive_op() {
     )
     .unwrap()
     .remove(0);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     sess.run(&[], &[], &[counter.initializer.name()]).unwrap();
     for _ in 0..5 {
         assert_eq!(
@@ -377,7 +381,7 @@ fn an_error_inside_a_loop_body_aborts_the_step_cleanly() {
     )
     .unwrap();
     let ok = int(&s, 7);
-    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
     let e = sess.run(&[], &[&outs[1].name()], &[]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     assert!(e.node().unwrap().contains("FloorDiv"), "{e}");
@@ -389,17 +393,19 @@ fn an_error_inside_a_loop_body_aborts_the_step_cleanly() {
 
 #[test]
 fn malformed_loops_are_errors_not_hangs() {
-    let sess = Session::new(&GraphDef::default(), SessionOptions::default()).unwrap();
+    let sess = AnyPlacement::new(&GraphDef::default()).unwrap();
     let json = |nodes: &str| GraphDef::from_json(&format!(r#"{{"node":[{nodes}]}}"#)).unwrap();
     let c = r#"{"name":"c","op":"Const","attr":{"dtype":{"type":"int32"},"value":{"tensor":{"dtype":"int32","shape":[],"content":"AQAAAA=="}}}}"#;
     // Merge fed by its own successor without a NextIteration
     sess.extend(&json(&format!(
         r#"{c},{{"name":"en","op":"Enter","input":["c"],"attr":{{"T":{{"type":"int32"}},"frame_name":{{"s":"L"}}}}}},
         {{"name":"m","op":"Merge","input":["en","a"],"attr":{{"T":{{"type":"int32"}},"N":{{"i":2}}}}}},
-        {{"name":"a","op":"AddV2","input":["m","m"],"attr":{{"T":{{"type":"int32"}}}}}}"#
+        {{"name":"a","op":"AddV2","input":["m","m"],"attr":{{"T":{{"type":"int32"}}}}}},
+        {{"name":"ex","op":"Exit","input":["a"],"attr":{{"T":{{"type":"int32"}}}}}}"#
     )))
     .unwrap();
-    let e = sess.run(&[], &["a:0"], &[]).unwrap_err();
+    // (fetched through an Exit: a value inside the loop is not fetchable at all)
+    let e = sess.run(&[], &["ex:0"], &[]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("cycle"), "{e}");
     // an Exit outside any frame
@@ -410,4 +416,52 @@ fn malformed_loops_are_errors_not_hangs() {
     let e = sess.run(&[], &["x:0"], &[]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert_eq!(e.node(), Some("x"));
+}
+
+/// A value inside a loop exists once per iteration: TensorFlow's client marks the
+/// ops of a `WhileContext` not fetchable and their outputs not feedable, so feeding,
+/// fetching or targeting one from outside is INVALID_ARGUMENT naming the node; the
+/// loop's results come out through its Exits.
+#[test]
+fn values_inside_a_loop_are_neither_fetchable_nor_feedable() {
+    let s = Scope::new();
+    let outs = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &int(b, 4)),
+        |b, v| Ok(vec![ops::add(b, &v[0], &int(b, 1))?]),
+        &[int(&s, 0)],
+        &WhileOptions::default(),
+    )
+    .unwrap();
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
+    let graph = s.graph_def();
+    let inside: Vec<&str> = graph
+        .node
+        .iter()
+        .filter(|n| ["Identity", "Merge", "Switch", "Add", "AddV2"].contains(&n.op.as_str()))
+        .map(|n| n.name.as_str())
+        .collect();
+    assert!(inside.len() >= 4, "{inside:?}");
+    for node in inside {
+        let e = sess.run(&[], &[&format!("{node}:0")], &[]).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("not fetchable"), "{e}");
+        assert_eq!(e.node(), Some(node));
+        let e = sess.run(&[], &[], &[node]).unwrap_err();
+        assert!(e.message().contains("not fetchable"), "{e}");
+        let e = sess
+            .run(
+                &[(&format!("{node}:0"), Tensor::scalar(1i32))],
+                &[&outs[0].name()],
+                &[],
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("not feedable"), "{e}");
+    }
+    // the session is still usable, and the result leaves through the Exit
+    assert_eq!(
+        sess.run(&[], &[&outs[0].name()], &[]).unwrap()[0],
+        Tensor::scalar(4i32)
+    );
 }

@@ -4,6 +4,7 @@
 //! with the symbolic gradients, gradients with respect to variables, inside a cond,
 //! and the errors for ops without a gradient.
 
+mod any_placement;
 #[path = "gradients/array.rs"]
 mod array;
 #[path = "gradients/checker.rs"]
@@ -15,12 +16,14 @@ mod nn;
 
 use actorflow::graph::builder::cond;
 use actorflow::graph::gradients::gradients;
-use actorflow::{ops, Code, DType, Output, Result, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{ops, Code, DType, Output, Result, Scope, Shape, Tensor};
 
+use any_placement::AnyPlacement;
 use checker::{check, rand, t};
 
-fn session(s: &Scope) -> Session {
-    Session::new(&s.graph_def(), SessionOptions::default()).unwrap()
+/// Every step runs on one device and spread over several, which must agree.
+fn session(s: &Scope) -> AnyPlacement {
+    AnyPlacement::new(&s.graph_def()).unwrap()
 }
 
 fn f64s(t: &Tensor) -> Vec<f64> {

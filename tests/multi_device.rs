@@ -319,3 +319,89 @@ fn traced_steps_report_per_node_statistics() {
     assert!(names.contains(&y.op().name()));
     assert!(md.step_stats.iter().all(|p| p.end.is_some()));
 }
+
+/// A stateful node keeps one device for the session's life (TensorFlow places the
+/// whole graph once): variables initialised one per step, read alone and together,
+/// a queue filled in one step and drained in another, then the graph extended by a
+/// step reading everything, under the cost model and seeded random placement.
+#[test]
+fn stateful_nodes_keep_their_device_across_steps_and_extensions() {
+    const VARS: usize = 6;
+    for (devices, random_placement_seed) in [(2, None), (3, None), (4, None), (3, Some(7))] {
+        let s = Scope::new();
+        // heavy independent initialisers and readers, so the cost model spreads them
+        let zeros = Tensor::zeros(DType::F32, [128, 128]);
+        let mut vars = Vec::new();
+        let mut reads = Vec::new();
+        for i in 0..VARS {
+            let init = ops::add(
+                &s,
+                &ops::constant(&s, zeros.clone()).unwrap(),
+                &ops::scalar(&s, i as f32).unwrap(),
+            )
+            .unwrap();
+            let v = ops::Variable::new(&s, &format!("v{i}"), &init, true).unwrap();
+            let sq = ops::mul(&s, &v.value, &v.value).unwrap();
+            reads.push(ops::sum_axes(&s, &sq, &[0, 1], false).unwrap());
+            vars.push(v);
+        }
+        let q = ops::fifo_queue(&s, &[DType::F32], &ops::QueueOptions::default()).unwrap();
+        let enqueue = ops::queue_enqueue(&s, &q, &[reads[3].clone()]).unwrap();
+        let dequeued = ops::queue_dequeue(&s, &q, &[DType::F32]).unwrap().remove(0);
+        let sess = Session::new(
+            &s.graph_def(),
+            SessionOptions {
+                cpu_devices: devices,
+                random_placement_seed,
+                default_timeout: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let device_of = |fetches: &[&str], targets: &[&str], node: &str| -> String {
+            sess.placement(&[], fetches, targets)
+                .unwrap()
+                .into_iter()
+                .find(|(n, _)| n == node)
+                .map(|(_, d)| d)
+                .unwrap_or_else(|| panic!("{node} is not in the step"))
+        };
+        let mut homes = Vec::new();
+        for v in &vars {
+            sess.run(&[], &[], &[v.initializer.name()]).unwrap();
+            homes.push(device_of(&[], &[v.initializer.name()], v.var.op().name()));
+        }
+        let want = |i: usize| Tensor::scalar((128 * 128 * i * i) as f32);
+        for (i, r) in reads.iter().enumerate() {
+            assert_eq!(sess.run(&[], &[&r.name()], &[]).unwrap()[0], want(i));
+            assert_eq!(device_of(&[&r.name()], &[], &format!("v{i}")), homes[i]);
+        }
+        let all: Vec<String> = reads.iter().map(Output::name).collect();
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = sess.run(&[], &all, &[]).unwrap();
+        assert_eq!(out, (0..VARS).map(want).collect::<Vec<_>>());
+        for (i, home) in homes.iter().enumerate() {
+            assert_eq!(&device_of(&all, &[], &format!("v{i}")), home);
+        }
+        // the queue: filled by one step, drained by another
+        sess.run(&[], &[], &[enqueue.name()]).unwrap();
+        assert_eq!(sess.run(&[], &[&dequeued.name()], &[]).unwrap()[0], want(3));
+        // nodes added later join the variables where they are
+        let known = s.graph_def().node.len();
+        let total = ops::add_n(&s, &reads).unwrap();
+        let mut added = s.graph_def();
+        added.node.drain(..known);
+        sess.extend(&added).unwrap();
+        let sum: usize = (0..VARS).map(|i| 128 * 128 * i * i).sum();
+        assert_eq!(
+            sess.run(&[], &[&total.name()], &[]).unwrap()[0],
+            Tensor::scalar(sum as f32)
+        );
+        for (i, home) in homes.iter().enumerate() {
+            assert_eq!(&device_of(&[&total.name()], &[], &format!("v{i}")), home);
+        }
+        let spread: std::collections::BTreeSet<&String> = homes.iter().collect();
+        println!("{devices} devices, seed {random_placement_seed:?}: variables on {spread:?}");
+        assert!(spread.len() >= 2, "the variables were not spread");
+    }
+}

@@ -31,9 +31,23 @@ fn feeds_fetches_and_name_forms() {
     assert_eq!(out[2], xv);
     // feeding an intermediate tensor cuts the graph there
     let out = sess
-        .run(&[(&y.name(), Tensor::vector(&[3.0f32]))], &[&z.name()], &[])
+        .run(
+            &[(&y.name(), Tensor::vector(&[3.0f32, -1.0]))],
+            &[&z.name()],
+            &[],
+        )
         .unwrap();
-    assert_eq!(out[0], Tensor::vector(&[9.0f32]));
+    assert_eq!(out[0], Tensor::vector(&[9.0f32, 1.0]));
+    // ... with a value of the tensor's static shape ([?] + [2] is [2]), as
+    // TensorFlow's client checks
+    let e = sess
+        .run(&[(&y.name(), Tensor::vector(&[3.0f32]))], &[&z.name()], &[])
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(
+        e.message().contains("Cannot feed value of shape [1]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -376,4 +390,48 @@ fn an_output_over_the_allocation_limit_fails_its_step_by_node() {
     assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
     assert_eq!(e.node(), Some(fill.op().name()), "{e}");
     small(&sess);
+}
+
+/// A feed must fit the static shape of the tensor it replaces, as TensorFlow's client
+/// checks: the placeholder's `shape` attribute, or the shape inferred for any other
+/// tensor; unknown dimensions take any size.
+#[test]
+fn feeds_must_fit_the_static_shape() {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::from_dims(&[None, Some(2)])).unwrap();
+    let y = ops::add(&s, &x, &ops::scalar(&s, 1.0f32).unwrap()).unwrap();
+    let z = ops::mul(&s, &y, &y).unwrap();
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let six = Tensor::vector(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let three_by_two = six.reshaped([3, 2]).unwrap();
+    for name in [x.name(), y.name()] {
+        let e = sess
+            .run(&[(&name, six.clone())], &[&z.name()], &[])
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(
+            e.message().contains(&format!(
+                "Cannot feed value of shape [6] for tensor '{name}', which has shape [?,2]"
+            )),
+            "{e}"
+        );
+    }
+    let out = sess
+        .run(&[(&y.name(), three_by_two.clone())], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(
+        out[0],
+        Tensor::vector(&[1.0f32, 4.0, 9.0, 16.0, 25.0, 36.0])
+            .reshaped([3, 2])
+            .unwrap()
+    );
+    let out = sess
+        .run(&[(&x.name(), three_by_two)], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(
+        out[0],
+        Tensor::vector(&[4.0f32, 9.0, 16.0, 25.0, 36.0, 49.0])
+            .reshaped([3, 2])
+            .unwrap()
+    );
 }

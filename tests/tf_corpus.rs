@@ -11,6 +11,10 @@
 //! (`|a - e| <= atol + rtol * |e|`), with NaN matching NaN and infinities matching
 //! exactly.
 //!
+//! Placement independence: the corpus, and the graphs `tests/tf_export.rs` exports,
+//! also run spread over 2, 3 and 4 devices by the cost model and over 3 devices by a
+//! seeded random placer, each run bounded by the runtime's own deadline.
+//!
 //! Every fixture runs (a panic is caught and counted as a failure), and the test fails
 //! once, listing every failing fixture. A fixture whose manifest carries
 //! `known_failure` is run and reported but does not fail the test.
@@ -53,9 +57,28 @@ fn one() -> usize {
     1
 }
 
-fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf_corpus")
+/// A directory of fixtures in the manifest format: TensorFlow's graphs with
+/// TensorFlow's answers (`out_<i>.npy`), or actorflow's exported graphs with the
+/// answers `scripts/check_tf_export.py` confirms in TensorFlow (`want_<i>.npy`, see
+/// `tests/tf_export.rs`).
+#[derive(Clone, Copy, Debug)]
+struct Corpus {
+    dir: &'static str,
+    answers: &'static str,
+    at_least: usize,
 }
+
+const TF_CORPUS: Corpus = Corpus {
+    dir: "tests/fixtures/tf_corpus",
+    answers: "out",
+    at_least: 40,
+};
+
+const TF_EXPORT: Corpus = Corpus {
+    dir: "tests/fixtures/tf_export",
+    answers: "want",
+    at_least: 7,
+};
 
 /// Compares one fetched tensor with TensorFlow's; `Err` says how they differ.
 fn compare(got: &Tensor, want: &Tensor, tol: &BTreeMap<String, Tolerance>) -> Result<(), String> {
@@ -118,25 +141,41 @@ fn compare(got: &Tensor, want: &Tensor, tol: &BTreeMap<String, Tolerance>) -> Re
     Ok(())
 }
 
+/// How a fixture's session spreads the graph: over how many devices, and by the
+/// cost model or a seeded random placer.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    devices: usize,
+    random_seed: Option<u64>,
+}
+
+const ONE_DEVICE: Layout = Layout {
+    devices: 1,
+    random_seed: None,
+};
+
 /// Runs one fixture; `Err` lists what went wrong.
-fn run_fixture(dir: &Path) -> Result<(), String> {
+fn run_fixture(dir: &Path, answers: &str, layout: Layout) -> Result<(), String> {
     let text = std::fs::read_to_string(dir.join("manifest.json"))
         .map_err(|e| format!("reading manifest.json: {e}"))?;
     let m: Manifest =
         serde_json::from_str(&text).map_err(|e| format!("parsing manifest.json: {e}"))?;
     let graph = load_graph_def(&dir.join("graph.pb"), &ImportOptions::default())
         .map_err(|e| format!("import: {e}"))?;
+    // The deadline is the runtime's own: a placement that hung a loop fails here.
     let options = SessionOptions {
         default_timeout: Some(Duration::from_secs(60)),
+        cpu_devices: layout.devices,
+        random_placement_seed: layout.random_seed,
         ..SessionOptions::default()
     };
     let sess = Session::new(&graph, options).map_err(|e| format!("session: {e}"))?;
-    let result = run_steps(&sess, dir, &m);
+    let result = run_steps(&sess, dir, answers, &m);
     let _ = sess.close();
     result
 }
 
-fn run_steps(sess: &Session, dir: &Path, m: &Manifest) -> Result<(), String> {
+fn run_steps(sess: &Session, dir: &Path, answers: &str, m: &Manifest) -> Result<(), String> {
     for target in &m.init {
         sess.run(&[], &[], &[target])
             .map_err(|e| format!("init target {target}: {e}"))?;
@@ -164,7 +203,7 @@ fn run_steps(sess: &Session, dir: &Path, m: &Manifest) -> Result<(), String> {
     let names = m.fetches.iter().chain(&m.after);
     let mut problems = Vec::new();
     for (i, (name, got)) in names.zip(&outputs).enumerate() {
-        let file = format!("out_{i}.npy");
+        let file = format!("{answers}_{i}.npy");
         let want = npy::read_npy(dir.join(&file)).map_err(|e| format!("reading {file}: {e}"))?;
         if let Err(why) = compare(got, &want, &m.tolerance) {
             problems.push(format!("fetch {i} ({name}): {why}"));
@@ -186,7 +225,30 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 
 #[test]
 fn every_fixture_matches_tensorflow() {
-    let root = corpus_dir();
+    check_corpus(TF_CORPUS, &[ONE_DEVICE]);
+}
+
+/// Placement independence: the same answers whatever devices the placer spreads a
+/// graph over (loops, conds, gradients of loops and stateful nodes included), for
+/// TensorFlow's graphs and for the graphs actorflow exports.
+#[test]
+fn every_fixture_matches_tensorflow_on_any_placement() {
+    let mut layouts: Vec<Layout> = (2..=4)
+        .map(|devices| Layout {
+            devices,
+            random_seed: None,
+        })
+        .collect();
+    layouts.extend((1..=4).map(|seed| Layout {
+        devices: 3,
+        random_seed: Some(seed),
+    }));
+    check_corpus(TF_CORPUS, &layouts);
+    check_corpus(TF_EXPORT, &layouts);
+}
+
+fn check_corpus(corpus: Corpus, layouts: &[Layout]) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(corpus.dir);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("the corpus directory exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -194,9 +256,10 @@ fn every_fixture_matches_tensorflow() {
         .collect();
     dirs.sort();
     assert!(
-        dirs.len() >= 40,
-        "only {} fixtures in the corpus",
-        dirs.len()
+        dirs.len() >= corpus.at_least,
+        "only {} fixtures in {}",
+        dirs.len(),
+        corpus.dir
     );
     let only = std::env::var("TF_CORPUS_ONLY").ok();
     let (mut passed, mut failed, mut known) = (Vec::new(), Vec::new(), Vec::new());
@@ -212,8 +275,13 @@ fn every_fixture_matches_tensorflow() {
             .ok()
             .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
             .and_then(|m| m.known_failure);
-        let outcome = catch_unwind(AssertUnwindSafe(|| run_fixture(dir)))
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))));
+        let outcome = layouts.iter().try_for_each(|&layout| {
+            catch_unwind(AssertUnwindSafe(|| {
+                run_fixture(dir, corpus.answers, layout)
+            }))
+            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
+            .map_err(|e| format!("{layout:?}: {e}"))
+        });
         match (outcome, known_failure) {
             (Ok(()), None) => passed.push(name),
             (Ok(()), Some(reason)) => {
@@ -225,7 +293,8 @@ fn every_fixture_matches_tensorflow() {
         }
     }
     eprintln!(
-        "tf_corpus: {} passed, {} known failures, {} failed",
+        "{}: {} passed, {} known failures, {} failed",
+        corpus.dir,
         passed.len(),
         known.len(),
         failed.len()

@@ -3,10 +3,14 @@
 
 use actorflow::graph::builder::{cond, while_loop, WhileOptions};
 use actorflow::graph::gradients::gradients;
-use actorflow::{ops, DType, Output, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{ops, DType, Output, Scope, Shape, Tensor};
 
-fn session(s: &Scope) -> Session {
-    Session::new(&s.graph_def(), SessionOptions::default()).unwrap()
+mod any_placement;
+use any_placement::AnyPlacement;
+
+/// Every step runs on one device and spread over several, which must agree.
+fn session(s: &Scope) -> AnyPlacement {
+    AnyPlacement::new(&s.graph_def()).unwrap()
 }
 
 fn f64_of(t: &Tensor) -> Vec<f64> {
@@ -304,7 +308,7 @@ fn gradient_of_a_loop_with_nested_conds_matches_numerical() {
 
 /// Feeds `(placeholder, value)` pairs and fetches `fetch` (all f64 scalars).
 fn run_scalars(
-    sess: &Session,
+    sess: &AnyPlacement,
     feeds: &[(&Output, f64)],
     ints: &[(&Output, i32)],
     fetch: &[&Output],

@@ -8,6 +8,11 @@
 //!
 //! Lock order: the tracker's lock is released before the rendezvous is aborted,
 //! devices are messaged or the client is completed.
+//!
+//! Abort order: the rendezvous is aborted (recording the step's status) before the
+//! step's cancellation manager is cancelled, so a busy executor that sees the
+//! cancellation flag finds the status there (`loom_cancel` checks this); then each
+//! device is told, for executors waiting on completions.
 
 use std::sync::Arc;
 

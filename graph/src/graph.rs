@@ -355,6 +355,51 @@ impl Graph {
         self.in_edges(id).find(|e| e.dst_input == i as i32)
     }
 
+    /// For every node, whether its output may carry a variable reference: a reference
+    /// output type, or an `Identity` (which forwards references unread) fed by such a
+    /// node. Identity chains are acyclic (a cycle must pass a `NextIteration`), so the
+    /// walk up an Identity chain ends. The executor forwards such references and the
+    /// placer keeps their readers with the variable, so that a read happens when the
+    /// reader runs, after the control dependencies that order it with assignments.
+    pub fn ref_carriers(&self) -> Vec<bool> {
+        let g = self;
+        let n = g.num_nodes();
+        // 0 = unknown, 1 = no, 2 = yes
+        let mut memo = vec![0u8; n];
+        for start in 0..n {
+            let mut chain = Vec::new();
+            let mut id = start;
+            let answer = loop {
+                if memo[id] != 0 {
+                    break memo[id] == 2;
+                }
+                let node = g.node(id);
+                if node.sig.outputs.iter().any(|t| t.is_ref) {
+                    memo[id] = 2;
+                    break true;
+                }
+                if node.op() != "Identity" {
+                    memo[id] = 1;
+                    break false;
+                }
+                match g.in_edges(id).find(|e| !e.is_control()) {
+                    Some(e) if !chain.contains(&e.src) && e.src != id => {
+                        chain.push(id);
+                        id = e.src;
+                    }
+                    _ => {
+                        memo[id] = 1;
+                        break false;
+                    }
+                }
+            };
+            for c in chain {
+                memo[c] = if answer { 2 } else { 1 };
+            }
+        }
+        memo.into_iter().map(|m| m == 2).collect()
+    }
+
     /// The serialisable form (attributes with defaults filled in).
     pub fn to_graph_def(&self) -> GraphDef {
         GraphDef {

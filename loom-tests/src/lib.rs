@@ -36,7 +36,7 @@ pub mod harness {
     }
 
     /// Runs `ex` to completion on this thread, handling its completions in order.
-    fn drive(mut ex: ExecutorState) -> graph::Result<()> {
+    pub fn drive(mut ex: ExecutorState) -> graph::Result<()> {
         let (tx, rx): (Sender<ExecutorMsg>, Receiver<ExecutorMsg>) = channel();
         let mut host = ChannelHost(tx);
         let mut t = ex.start(&mut host);

@@ -9,7 +9,7 @@ use loom::thread;
 use rendezvous::{FrameIter, LocalRendezvous, ParsedKey};
 
 fn key() -> ParsedKey {
-    ParsedKey::new("/device:CPU:0", 1, "/device:CPU:1", "edge")
+    ParsedKey::new("/device:CPU:0", 1, "/device:CPU:1", "edge").unwrap()
 }
 
 /// Send and recv race: whichever comes first, the value arrives exactly once,

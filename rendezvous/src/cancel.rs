@@ -6,10 +6,13 @@
 //! Contract: each callback runs at most once, outside the manager's lock; a
 //! registration after cancellation is refused (the caller fails at once);
 //! `deregister` returns false when cancellation already took the callback (then it
-//! runs or ran).
+//! runs or ran). [`CancellationManager::is_cancelled`] reads an atomic flag without
+//! the lock, so a busy executor can poll it (every few hundred nodes) at no
+//! measurable cost; the flag is set before any callback runs.
 
 use std::collections::HashMap;
 
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 
 type Callback = Box<dyn FnOnce() + Send>;
@@ -25,6 +28,8 @@ struct State {
 #[derive(Default)]
 pub struct CancellationManager {
     state: Mutex<State>,
+    /// `state.cancelled`, readable without the lock (set under it, with Release).
+    cancelled: AtomicBool,
 }
 
 /// Identifies a registration.
@@ -62,6 +67,7 @@ impl CancellationManager {
                 return;
             }
             st.cancelled = true;
+            self.cancelled.store(true, Ordering::Release);
             st.callbacks.drain().map(|(_, f)| f).collect()
         };
         for f in callbacks {
@@ -69,9 +75,10 @@ impl CancellationManager {
         }
     }
 
-    /// True once cancelled.
+    /// True once cancelled; one atomic load (no lock).
+    #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.state.lock().cancelled
+        self.cancelled.load(Ordering::Acquire)
     }
 }
 

@@ -172,7 +172,7 @@ mod tests {
     use std::sync::mpsc;
 
     fn key(n: &str) -> ParsedKey {
-        ParsedKey::new("/device:CPU:0", 1, "/device:CPU:1", n)
+        ParsedKey::new("/device:CPU:0", 1, "/device:CPU:1", n).unwrap()
     }
 
     #[test]

@@ -4,19 +4,23 @@
 //!
 //! - [`saver`] — [`Saver`]: save and restore variables, keep the newest N
 //!   checkpoints, find the latest after a restart.
+//! - [`checkpoint_management`] — which checkpoint a restart restores: the
+//!   newest readable one, falling back past damaged or missing ones.
 //! - [`monitored`] — [`MonitoredTrainingSession`] and its hooks.
 //!
 //! The checkpoint file format and its reader live in
 //! [`kernels::cpu::checkpoint`] (re-exported here as [`CheckpointReader`]).
 
+pub mod checkpoint_management;
 pub mod monitored;
 pub mod saver;
 
+pub use checkpoint_management::{LatestRestore, SkippedCheckpoint};
 pub use graph::train::*;
 pub use kernels::cpu::checkpoint::{read_index, CheckpointReader, TensorInfo};
 pub use monitored::{
     CheckpointSaverHook, LoggingTensorHook, MonitoredTrainingSession, SessionRunHook,
-    StepCounterHook, StopAtStepHook, SummarySaverHook, TrainingConfig,
+    StepCounterHook, StopAtStepHook, SummarySaverHook, TrainingConfig, CHECKPOINT_BASENAME,
 };
 pub use saver::{
     get_checkpoint_state, latest_checkpoint, update_checkpoint_state, CheckpointState, Saver,

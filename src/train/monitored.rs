@@ -6,6 +6,15 @@
 //! every N steps or seconds, step-rate and tensor logging, stop at step N and
 //! TensorBoard summaries. A step that fails with `OutOfRange` (an input pipeline ran
 //! out of epochs) ends training cleanly, as in TensorFlow.
+//!
+//! Restoring falls back: a damaged or missing newest checkpoint is skipped with a
+//! warning and the next newest readable one restored (the rule is in
+//! [`checkpoint_management`](super::checkpoint_management)). The variables are
+//! initialised from scratch, at step 0, only when `checkpoint_dir` holds no
+//! checkpoint at all; when it holds some but none restores, opening the session
+//! fails with `DataLoss` naming each, unless
+//! [`TrainingConfig::start_fresh_if_checkpoints_unreadable`] says to start from
+//! scratch anyway (with a warning).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +28,12 @@ use graph::train::{global_step, global_variables_initializer};
 use graph::{Code, Result, Status, Tensor};
 
 use crate::tensorboard::FileWriter;
-use crate::train::saver::{get_checkpoint_state, latest_checkpoint, Saver, SaverOptions};
+use crate::train::checkpoint_management::LatestRestore;
+use crate::train::saver::{Saver, SaverOptions};
+
+/// The save prefix's base name of the checkpoints in `checkpoint_dir`
+/// (`model.ckpt-<step>`).
+pub const CHECKPOINT_BASENAME: &str = "model.ckpt";
 
 /// Code run around each step (TensorFlow's `SessionRunHook`).
 pub trait SessionRunHook: Send {
@@ -68,6 +82,11 @@ pub struct TrainingConfig {
     pub save_summaries_steps: Option<i64>,
     /// The session's options.
     pub session_options: SessionOptions,
+    /// When `checkpoint_dir` holds checkpoints but none can be restored (all
+    /// damaged or missing), start from scratch at step 0 with a warning instead
+    /// of failing with `DataLoss` (default: fail, so no progress is lost
+    /// silently).
+    pub start_fresh_if_checkpoints_unreadable: bool,
 }
 
 /// Saves a checkpoint every N steps or seconds, and at the end.
@@ -83,7 +102,7 @@ pub struct CheckpointSaverHook {
 }
 
 impl CheckpointSaverHook {
-    /// Saves with `saver` under `dir/model.ckpt-<step>`.
+    /// Saves with `saver` under `dir/model.ckpt-<step>` ([`CHECKPOINT_BASENAME`]).
     pub fn new(
         saver: Arc<Saver>,
         dir: PathBuf,
@@ -92,7 +111,7 @@ impl CheckpointSaverHook {
     ) -> Self {
         CheckpointSaverHook {
             saver,
-            prefix: dir.join("model.ckpt"),
+            prefix: dir.join(CHECKPOINT_BASENAME),
             every_steps,
             every_secs,
             last_step: i64::MIN,
@@ -293,10 +312,11 @@ pub struct MonitoredTrainingSession {
 
 impl MonitoredTrainingSession {
     /// Opens a session on the graph of `scope` (which must hold a global step, see
-    /// `graph::train::get_or_create_global_step`), restores the latest checkpoint of
-    /// `config.checkpoint_dir` or initialises the variables, starts the queue
-    /// runners of the `QUEUE_RUNNERS` collection and the hooks (the built-in ones
-    /// `config` asks for, then `hooks`).
+    /// `graph::train::get_or_create_global_step`), restores the newest readable
+    /// checkpoint of `config.checkpoint_dir` or initialises the variables (see the
+    /// module docs for when that is an error), starts the queue runners of the
+    /// `QUEUE_RUNNERS` collection and the hooks (the built-in ones `config` asks
+    /// for, then `hooks`).
     pub fn new(
         scope: &Scope,
         config: &TrainingConfig,
@@ -350,23 +370,32 @@ impl MonitoredTrainingSession {
         all_hooks.extend(hooks);
         let specs = QueueRunnerSpec::all_in(scope)?;
         let session = Session::new(&scope.graph_def(), config.session_options.clone())?;
-        let latest = match &config.checkpoint_dir {
-            Some(dir) => latest_checkpoint(dir)?,
-            None => None,
+        let outcome = match (&config.checkpoint_dir, &saver) {
+            (Some(dir), Some(saver)) => {
+                saver.restore_newest_readable(&session, dir.join(CHECKPOINT_BASENAME))?
+            }
+            _ => LatestRestore::NoCheckpoint,
         };
-        if let (Some(dir), Some(saver)) = (&config.checkpoint_dir, &saver) {
-            if let Some(state) = get_checkpoint_state(dir)? {
-                saver.recover_last_checkpoints(&state.all_model_checkpoint_paths);
+        let latest = match outcome {
+            LatestRestore::Restored { path, skipped, .. } => {
+                tracing::info!(path = %path.display(), skipped = skipped.len(), "restored from checkpoint");
+                Some(path)
             }
-        }
-        match (&latest, &saver) {
-            (Some(path), Some(saver)) => {
-                saver.restore(&session, path)?;
-                tracing::info!(path = %path.display(), "restored from checkpoint");
+            LatestRestore::NoCheckpoint => None,
+            LatestRestore::NoneReadable { error, .. } => {
+                if !config.start_fresh_if_checkpoints_unreadable {
+                    return Err(Status::data_loss(format!(
+                        "{}; refusing to start training from step 0 \
+                         (set TrainingConfig::start_fresh_if_checkpoints_unreadable to allow it)",
+                        error.message()
+                    )));
+                }
+                tracing::warn!(error = %error, "no checkpoint restores; starting from step 0 as configured");
+                None
             }
-            _ => {
-                session.run(&[], &[], &[init_global.name()])?;
-            }
+        };
+        if latest.is_none() {
+            session.run(&[], &[], &[init_global.name()])?;
         }
         session.run(&[], &[], &[init_local.name()])?;
         let step_tensor = step_read.name();

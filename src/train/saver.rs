@@ -18,7 +18,15 @@
 //!
 //! Checkpoint files use the format of `kernels::cpu::checkpoint` and are
 //! written atomically, as is the state file: a crash or error during a save
-//! leaves the previous checkpoints and state intact.
+//! leaves the previous checkpoints and state intact, and at most a temporary
+//! file, which the next save into that directory deletes (only temporaries of
+//! this saver's checkpoint names and of the state file, and only once their
+//! writer's process is gone).
+//!
+//! After a restart, [`Saver::restore_newest_readable`] restores the newest
+//! checkpoint that loads, skipping damaged or missing ones with a warning and
+//! refusing to report "no checkpoint" when some exist but none loads (the rule
+//! is in [`checkpoint_management`](super::checkpoint_management)).
 //!
 //! The state file uses TensorFlow's text format, so TensorFlow's tools read it:
 //!
@@ -39,8 +47,10 @@ use graph::builder::{Output, Scope};
 use graph::ops;
 use graph::train::{global_variables, VarRef};
 use graph::{DType, Result, Shape, Status, Tensor};
-use kernels::cpu::checkpoint::atomic::write_atomically;
+use kernels::cpu::checkpoint::atomic::{remove_stale_temporaries, write_atomically};
 use kernels::cpu::checkpoint::read_index;
+
+use crate::train::checkpoint_management::{restore_newest_readable, step_in_name, LatestRestore};
 
 /// The name of the checkpoint state file in a checkpoint directory.
 pub const CHECKPOINT_STATE_FILE: &str = "checkpoint";
@@ -188,7 +198,9 @@ impl Saver {
     /// Saves every variable's current value in `sess` to `save_path` (with a
     /// global step, to `<save_path>-<step>`), records it in the directory's
     /// `checkpoint` state file, deletes checkpoints beyond `max_to_keep`, and
-    /// returns the checkpoint's path. On error nothing changes on disk.
+    /// returns the checkpoint's path. First it deletes the temporary files that
+    /// saves killed mid-way left in the directory (see the module docs). On
+    /// error no checkpoint or state changes on disk.
     pub fn save(
         &self,
         sess: &Session,
@@ -205,12 +217,13 @@ impl Saver {
             None => save_path.to_owned(),
         };
         let path_str = path_to_str(&path)?;
+        let dir = parent_dir(&path);
+        remove_stale_save_temporaries(&dir, save_path, &path);
         sess.run(
             &[(&self.filename, Tensor::string_scalar(path_str.to_owned()))],
             &[],
             &[&self.save_target],
         )?;
-        let dir = parent_dir(&path);
         let (kept, doomed) = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
             last.retain(|p| p != &path);
@@ -278,6 +291,44 @@ impl Saver {
         Ok(())
     }
 
+    /// Restores the newest readable checkpoint saved under `save_path` (the
+    /// prefix given to [`Saver::save`], e.g. `dir/model.ckpt`): those `dir`'s
+    /// state file lists, newest first, then the `model.ckpt-<step>` files found
+    /// in `dir`, highest step first, skipping each that is damaged or missing
+    /// with a warning; see [`checkpoint_management`](super::checkpoint_management).
+    /// When one is restored, the saver adopts it and the older ones of its list
+    /// as the checkpoints it keeps ([`Saver::recover_last_checkpoints`]), so the
+    /// next state file lists no checkpoint that failed; otherwise it keeps none.
+    /// Checkpoints that exist but none of which restores are
+    /// [`LatestRestore::NoneReadable`], not [`LatestRestore::NoCheckpoint`].
+    /// Errors other than `DataLoss` and `NotFound` (a variable of another dtype
+    /// or shape, say) are returned at once.
+    pub fn restore_newest_readable(
+        &self,
+        sess: &Session,
+        save_path: impl AsRef<Path>,
+    ) -> Result<LatestRestore> {
+        let save_path = save_path.as_ref();
+        let base = save_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "checkpoint prefix {} does not end in a UTF-8 file name",
+                    save_path.display()
+                ))
+            })?;
+        let outcome =
+            restore_newest_readable(&parent_dir(save_path), base, |p| self.restore(sess, p))?;
+        match &outcome {
+            LatestRestore::Restored { kept, .. } => self.recover_last_checkpoints(kept),
+            LatestRestore::NoCheckpoint | LatestRestore::NoneReadable { .. } => {
+                self.recover_last_checkpoints(&[])
+            }
+        }
+        Ok(outcome)
+    }
+
     /// The checkpoints this saver keeps, oldest first.
     pub fn last_checkpoints(&self) -> Vec<PathBuf> {
         self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -295,6 +346,21 @@ fn path_to_str(p: &Path) -> Result<&str> {
     p.to_str().ok_or_else(|| {
         Status::invalid_argument(format!("checkpoint path {} is not UTF-8", p.display()))
     })
+}
+
+/// Deletes the temporaries that killed saves under `save_path` left in `dir`:
+/// those of the state file, of `path` and of every `<base>-<step>` checkpoint.
+fn remove_stale_save_temporaries(dir: &Path, save_path: &Path, path: &Path) {
+    let base = save_path.file_name().and_then(|n| n.to_str());
+    let this = path.file_name().and_then(|n| n.to_str());
+    let removed = remove_stale_temporaries(dir, |target| {
+        target == CHECKPOINT_STATE_FILE
+            || Some(target) == this
+            || base.is_some_and(|b| step_in_name(target, b).is_some())
+    });
+    for p in removed {
+        tracing::info!(path = %p.display(), "deleted the temporary file of an interrupted save");
+    }
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -248,7 +248,7 @@ fn identity_likes_and_stops() {
     let y = ops::mul(&s, &x, &ops::stop_gradient(&s, &x).unwrap()).unwrap();
     let z = ops::add(&s, &y, &ops::zeros_like(&s, &x).unwrap()).unwrap();
     let g = gradients(&s, &[z], &[x], None).unwrap();
-    let sess = actorflow::Session::new(&s.graph_def(), Default::default()).unwrap();
+    let sess = crate::any_placement::AnyPlacement::new(&s.graph_def()).unwrap();
     let out = sess
         .run(&[], &[&g[0].as_ref().unwrap().name()], &[])
         .unwrap();

@@ -5,7 +5,9 @@
 //! same session (two runs per input element).
 
 use actorflow::graph::gradients::gradients;
-use actorflow::{ops, DType, Output, Result, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{ops, DType, Output, Result, Scope, Shape, Tensor};
+
+use crate::any_placement::AnyPlacement;
 
 /// Checker settings.
 #[derive(Clone, Copy, Debug)]
@@ -121,7 +123,7 @@ fn check_on(
         Some(std::slice::from_ref(&dy)),
     )
     .unwrap_or_else(|e| panic!("{name} ({mode}): gradients: {e}"));
-    let sess = Session::new(&s.graph_def(), SessionOptions::default())
+    let sess = AnyPlacement::new(&s.graph_def())
         .unwrap_or_else(|e| panic!("{name} ({mode}): session: {e}"));
     let names: Vec<String> = xs.iter().map(Output::name).collect();
     let run_y = |vals: &[Tensor]| -> Tensor {

@@ -24,7 +24,16 @@ pub struct TaggedNode {
     pub is_dead: bool,
 }
 
-/// Ready nodes, FIFO: a vector with a front index, reset when drained.
+/// Ready nodes, FIFO: a vector with a front index (TensorFlow's ready queue).
+///
+/// Memory is bounded by the nodes queued at once, not by the nodes a step runs: the
+/// vector is reset when drained, and a push that finds it full first moves the
+/// queued nodes to the front when at least half of it is nodes already taken. Such
+/// a compaction moves fewer nodes than were taken since the last one, so pushes stay
+/// amortised O(1); beyond `MIN_READY_CAPACITY` (256) slots the vector grows only when more than
+/// half of it is queued, so its capacity stays below four times the most nodes
+/// queued at once. (Inside a loop the queue is seldom empty: without compaction it
+/// grew by every node the loop ran.)
 ///
 /// A queued node is packed into two words: its id, its frame instance and its
 /// deadness in the first, its iteration in the second. A node is usually taken right
@@ -35,6 +44,9 @@ pub struct TaggedNode {
 pub struct ReadyQueue {
     items: Vec<PackedNode>,
     front: usize,
+    /// The longest `items` has been since [`ReadyQueue::take_peak`] (observed when
+    /// it is drained or compacted, off the hot path).
+    peak: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -42,6 +54,13 @@ struct PackedNode {
     node_frame_dead: u64,
     iter: i64,
 }
+
+/// Slots a ready queue grows to before it compacts (4 KiB).
+const MIN_READY_CAPACITY: usize = 256;
+
+// The executor's cancellation check relies on the queue taking at least
+// CANCELLATION_CHECK_INTERVAL nodes between two compactions.
+const _: () = assert!(MIN_READY_CAPACITY / 2 >= super::CANCELLATION_CHECK_INTERVAL);
 
 const DEAD_BIT: u64 = 1 << 63;
 const FRAME_MASK: u64 = (1 << 31) - 1;
@@ -56,10 +75,38 @@ impl ReadyQueue {
             t.node <= u32::MAX as usize && t.frame as u64 <= FRAME_MASK,
             "invariant: node ids below 2^32 and frame instances below 2^31"
         );
-        self.items.push(PackedNode {
+        let p = PackedNode {
             node_frame_dead: t.node as u64 | (t.frame as u64) << 32 | (t.is_dead as u64) << 63,
             iter: t.iter,
-        });
+        };
+        if self.items.len() == self.items.capacity() {
+            self.make_room_and_push(p);
+        } else {
+            // (the vector's own capacity check folds into the one above)
+            self.items.push(p);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make_room_and_push(&mut self, p: PackedNode) {
+        self.make_room();
+        self.items.push(p);
+    }
+
+    /// Called when the vector is full: compacts it when at least half of it is
+    /// nodes already taken, else grows it (to `MIN_READY_CAPACITY` at first, so
+    /// that a queue holding a few nodes compacts once per hundreds of pushes).
+    fn make_room(&mut self) {
+        let len = self.items.len();
+        self.peak = self.peak.max(len);
+        if len >= MIN_READY_CAPACITY && self.front >= len / 2 {
+            self.items.copy_within(self.front.., 0);
+            self.items.truncate(len - self.front);
+            self.front = 0;
+        } else {
+            self.items.reserve(len.max(MIN_READY_CAPACITY));
+        }
     }
 
     /// Takes the next node.
@@ -77,11 +124,18 @@ impl ReadyQueue {
                 })
             }
             None => {
-                self.items.clear();
-                self.front = 0;
+                self.clear();
                 None
             }
         }
+    }
+
+    /// Nodes taken since the queue was last compacted or drained. A compaction
+    /// happens only once `MIN_READY_CAPACITY / 2` (128) or more were taken, so this
+    /// passes every multiple of 128 on the way.
+    #[inline]
+    pub fn taken(&self) -> usize {
+        self.front
     }
 
     /// The number of queued nodes.
@@ -96,8 +150,30 @@ impl ReadyQueue {
 
     /// Drops every queued node.
     pub fn clear(&mut self) {
+        self.peak = self.peak.max(self.items.len());
         self.items.clear();
         self.front = 0;
+    }
+
+    /// The nodes the queue can hold without allocating.
+    pub fn capacity(&self) -> usize {
+        self.items.capacity()
+    }
+
+    /// The most slots the queue used since the last call (queued nodes and, until a
+    /// compaction or drain, taken ones), counted when it was drained or compacted.
+    pub fn take_peak(&mut self) -> usize {
+        std::mem::take(&mut self.peak).max(self.items.len())
+    }
+
+    /// Releases capacity beyond `keep` slots (and beyond what is queued).
+    pub fn shrink_to(&mut self, keep: usize) {
+        self.peak = self.peak.max(self.items.len());
+        if self.front > 0 {
+            self.items.drain(..self.front);
+            self.front = 0;
+        }
+        self.items.shrink_to(keep);
     }
 }
 
@@ -253,4 +329,69 @@ fn activate_slow(
         }
     }
     activated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(i: usize) -> TaggedNode {
+        TaggedNode {
+            node: i % 1000,
+            frame: i % 7,
+            iter: i as i64,
+            is_dead: i % 3 == 1,
+        }
+    }
+
+    /// A queue that is never empty (as inside a loop) keeps its order across
+    /// compactions and holds a few times the nodes queued at once, not every node
+    /// that passed through it.
+    #[test]
+    fn a_queue_that_never_drains_stays_small_and_fifo() {
+        let mut q = ReadyQueue::default();
+        let (mut pushed, mut popped) = (0, 0);
+        for round in 0..200_000 {
+            // between 1 and 40 nodes queued at once
+            let live = 1 + round % 40;
+            while q.len() < live {
+                q.push(node(pushed));
+                pushed += 1;
+            }
+            while q.len() > live / 2 {
+                assert_eq!(q.pop(), Some(node(popped)));
+                popped += 1;
+            }
+        }
+        assert!(pushed > 1_000_000);
+        assert!(
+            q.capacity() <= MIN_READY_CAPACITY.max(4 * 40),
+            "capacity {}",
+            q.capacity()
+        );
+        while let Some(n) = q.pop() {
+            assert_eq!(n, node(popped));
+            popped += 1;
+        }
+        assert_eq!((popped, q.len()), (pushed, 0));
+    }
+
+    #[test]
+    fn peak_counts_the_slots_used_and_shrink_keeps_queued_nodes() {
+        let mut q = ReadyQueue::default();
+        for i in 0..1000 {
+            q.push(node(i));
+        }
+        for i in 0..990 {
+            assert_eq!(q.pop(), Some(node(i)));
+        }
+        q.shrink_to(16);
+        assert!(q.capacity() < 1000);
+        for i in 990..1000 {
+            assert_eq!(q.pop(), Some(node(i)));
+        }
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.take_peak(), 1000);
+        assert_eq!(q.take_peak(), 0);
+    }
 }

@@ -7,7 +7,8 @@
 //!
 //! Building checks the graph: every node has a kernel for the device; the graph has
 //! no cycle except through `NextIteration` back edges; every node's inputs come from
-//! one frame; no `Exit` sits outside a loop frame.
+//! one frame; no `Exit` sits outside a loop frame; every `Enter`'s
+//! `parallel_iterations` is at least 1.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -128,48 +129,6 @@ pub struct ControlEdgeInfo {
 fn index32(v: usize, what: &str) -> Result<u32> {
     u32::try_from(v)
         .map_err(|_| Status::resource_exhausted(format!("graph too large: {what} {v} exceeds u32")))
-}
-
-/// For every node, whether its output may carry a variable reference: a reference
-/// output type, or an `Identity` (which forwards references unread) fed by such a
-/// node. Identity chains are acyclic (a cycle must pass a `NextIteration`), so the
-/// walk up an Identity chain ends.
-fn ref_producers(g: &Graph) -> Vec<bool> {
-    let n = g.num_nodes();
-    // 0 = unknown, 1 = no, 2 = yes
-    let mut memo = vec![0u8; n];
-    for start in 0..n {
-        let mut chain = Vec::new();
-        let mut id = start;
-        let answer = loop {
-            if memo[id] != 0 {
-                break memo[id] == 2;
-            }
-            let node = g.node(id);
-            if node.sig.outputs.iter().any(|t| t.is_ref) {
-                memo[id] = 2;
-                break true;
-            }
-            if node.op() != "Identity" {
-                memo[id] = 1;
-                break false;
-            }
-            match g.in_edges(id).find(|e| !e.is_control()) {
-                Some(e) if !chain.contains(&e.src) && e.src != id => {
-                    chain.push(id);
-                    id = e.src;
-                }
-                _ => {
-                    memo[id] = 1;
-                    break false;
-                }
-            }
-        };
-        for c in chain {
-            memo[c] = if answer { 2 } else { 1 };
-        }
-    }
-    memo.into_iter().map(|m| m == 2).collect()
 }
 
 /// A loop frame (or the root frame, index 0) as built once.
@@ -311,6 +270,26 @@ fn check_acyclic(g: &Graph) -> Result<()> {
     Ok(())
 }
 
+/// Checks that every `Enter` allows at least one iteration at a time
+/// (`InvalidArgument` naming the first that does not).
+fn check_parallel_iterations(g: &Graph) -> Result<()> {
+    for id in 0..g.num_nodes() {
+        let node = g.node(id);
+        if !op_is(node, &["Enter", "RefEnter"]) {
+            continue;
+        }
+        let p: i64 = node.def.get_attr_or("parallel_iterations", 10)?;
+        if p < 1 {
+            return Err(Status::invalid_argument(format!(
+                "parallel_iterations must be a positive integer, got {p} on Enter node '{}'",
+                node.name()
+            ))
+            .with_node(node.name()));
+        }
+    }
+    Ok(())
+}
+
 impl ExecutorPlan {
     /// Builds the plan of `g` for `device`; see the module docs for the checks.
     pub fn build(
@@ -320,6 +299,7 @@ impl ExecutorPlan {
         cache: &dyn KernelCache,
     ) -> Result<ExecutorPlan> {
         check_acyclic(g)?;
+        check_parallel_iterations(g)?;
         // Node ids travel as u32 in edges and the ready queue.
         index32(g.num_nodes(), "node count")?;
         let cf = graph::passes::control_flow::build_control_flow_info(g)?;
@@ -406,7 +386,7 @@ impl ExecutorPlan {
         let mut edges = Vec::new();
         let mut control_edges = Vec::new();
         let mut items = Vec::with_capacity(n);
-        let emits_ref = ref_producers(g);
+        let emits_ref = g.ref_carriers();
         for id in 0..n {
             let node = g.node(id);
             let e0 = edges.len();

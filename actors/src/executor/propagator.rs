@@ -1,5 +1,6 @@
 //! Per-step propagation state (TensorFlow's `PropagatorState`): frame instances,
-//! their iterations (input arrays and pending counts), and the ready queue
+//! their iterations (input arrays and pending counts; see
+//! [`iterations`](super::iterations)), and the ready queue
 //! ([`activation`](super::activation) delivers outputs within one iteration).
 //!
 //! Semantics follow TensorFlow's executor exactly:
@@ -18,6 +19,10 @@
 //!   iterations are done. Done iterations and frames are freed immediately, so a
 //!   long loop uses constant memory.
 //!
+//! A state is pooled by its plan between steps ([`PropagatorState::end_step`],
+//! [`PropagatorState::reset`]); when a step ends, allocations far above what the
+//! plan's steps typically use are trimmed, so memory follows live work.
+//!
 //! The state is owned by one executor on one thread: no locks.
 
 use std::collections::HashMap;
@@ -26,29 +31,18 @@ use kernels::{Entry, Outputs};
 
 use super::activation::activate;
 pub use super::activation::{ReadyQueue, TaggedNode};
-use super::immutable::{hash64_combine, ExecutorPlan, FrameInfo, NodeItem};
-use super::pending_counts::PendingCounts;
-
-/// One iteration of a frame instance.
-pub struct IterationState {
-    /// The iteration number.
-    pub iter_num: i64,
-    /// Inputs of every node of the frame, at each node's `input_start`.
-    pub input_tensors: Vec<Entry>,
-    /// Pending counts of every node of the frame.
-    pub pending: PendingCounts,
-    pub(super) outstanding_ops: usize,
-    outstanding_frame_count: usize,
-}
+use super::immutable::{hash64_combine, ExecutorPlan, NodeItem};
+pub use super::iterations::IterationState;
+use super::iterations::{IterationPool, IterationRing, TypicalUse};
 
 /// One instance of a loop frame (or the root frame).
 pub struct FrameState {
-    /// Index of its [`FrameInfo`].
+    /// Index of its [`FrameInfo`](super::immutable::FrameInfo).
     pub info: usize,
     /// The instance's id in rendezvous keys (0 for the root).
     pub frame_id: u64,
     parent: Option<(usize, i64)>,
-    iterations: Vec<Option<IterationState>>,
+    iterations: IterationRing,
     iteration_count: i64,
     num_outstanding_iterations: usize,
     max_parallel_iterations: usize,
@@ -59,23 +53,12 @@ pub struct FrameState {
 }
 
 impl FrameState {
-    /// The ring slot of iteration `iter`. The ring's length is a power of two at
-    /// least `parallel_iterations + 1` (the most iterations alive at once), so live
-    /// iterations, a contiguous range, never share a slot, and no division is needed.
-    #[inline]
-    fn slot(&self, iter: i64) -> usize {
-        iter as usize & (self.iterations.len() - 1)
-    }
-
     fn iteration(&self, iter: i64) -> Option<&IterationState> {
-        self.iterations[self.slot(iter)]
-            .as_ref()
-            .filter(|s| s.iter_num == iter)
+        self.iterations.get(iter)
     }
 
     fn iteration_mut(&mut self, iter: i64) -> Option<&mut IterationState> {
-        let s = self.slot(iter);
-        self.iterations[s].as_mut().filter(|s| s.iter_num == iter)
+        self.iterations.get_mut(iter)
     }
 
     /// True when iteration `iter` is alive and done: no outstanding ops or child
@@ -95,80 +78,18 @@ impl FrameState {
     }
 }
 
-/// `iter_num` of a free iteration state (live iterations count from 0).
-const FREE_ITERATION: i64 = -1;
-
-/// Frees the iteration in `slot`: its state stays there for the next iteration
-/// that lands on the slot.
-fn release_iteration(slot: &mut Option<IterationState>) {
-    if let Some(s) = slot {
-        s.iter_num = FREE_ITERATION;
-    }
-}
-
-/// Starts iteration `iter_num` of a frame described by `fi` in `slot` (free),
-/// reusing the free state there, or one from `pool`, in place (`allocated` counts
-/// the states created when there is neither).
-fn start_iteration(
-    pool: &mut Vec<Option<IterationState>>,
-    allocated: &mut usize,
-    fi: &FrameInfo,
-    iter_num: i64,
-    slot: &mut Option<IterationState>,
-) {
-    if slot.is_none() {
-        if let Some(reused) = pool.last_mut() {
-            std::mem::swap(slot, reused);
-            // drops the `None` the slot held
-            pool.truncate(pool.len() - 1);
-        }
-    }
-    match slot {
-        Some(s) => {
-            s.iter_num = iter_num;
-            if s.input_tensors.len() == fi.total_inputs {
-                for e in s.input_tensors.iter_mut() {
-                    if !e.is_empty() {
-                        *e = Entry::Empty;
-                    }
-                }
-            } else {
-                s.input_tensors.clear();
-                s.input_tensors.resize(fi.total_inputs, Entry::Empty);
-            }
-            s.pending.reset_from(&fi.initial_pending);
-            s.outstanding_ops = 0;
-            s.outstanding_frame_count = 0;
-        }
-        None => {
-            *allocated += 1;
-            *slot = Some(IterationState {
-                iter_num,
-                input_tensors: vec![Entry::Empty; fi.total_inputs],
-                pending: fi.initial_pending.clone(),
-                outstanding_ops: 0,
-                outstanding_frame_count: 0,
-            });
-        }
-    }
-}
-
 /// The propagation state of one executor for one step; see the module docs.
 #[derive(Default)]
 pub struct PropagatorState {
     frames: Vec<Option<FrameState>>,
     free_frames: Vec<usize>,
     frame_index: HashMap<(usize, i64, usize), usize>,
-    /// Iteration states of deleted frames, for reuse. Every entry is `Some`.
-    ///
-    /// A finished iteration's state stays in its ring slot, marked free, and the
-    /// next iteration that lands on the slot reuses it in place; states move only
-    /// between frames, by swapping with an empty ring slot. (Moving a state through
-    /// a temporary is read back in pieces that straddle its writes, which the CPU
-    /// cannot forward and waits for.)
-    iteration_pool: Vec<Option<IterationState>>,
-    /// Iteration states ever allocated (not taken from the pool).
-    iterations_allocated: usize,
+    /// Iteration states of deleted frames, for reuse.
+    iteration_pool: IterationPool,
+    /// Typical peak of live frame instances, to trim `frames` (see [`TypicalUse`]).
+    frames_use: TypicalUse,
+    /// Typical peak length of the ready queue, to trim it.
+    ready_use: TypicalUse,
     /// Nodes ready to run.
     pub ready: ReadyQueue,
 }
@@ -184,20 +105,54 @@ impl PropagatorState {
 
     /// Resets a used state for a new step of the same plan, keeping its allocations.
     pub fn reset(&mut self, plan: &ExecutorPlan) {
-        for f in self.frames.drain(..).flatten() {
-            self.iteration_pool
-                .extend(f.iterations.into_iter().filter(Option::is_some));
-        }
-        self.free_frames.clear();
-        self.frame_index.clear();
+        self.release_frames();
         self.ready.clear();
         let mut root = self.new_frame(plan, 0, 0, None);
-        if let Some(it) = root.iterations[0].as_mut() {
+        if let Some(it) = root.iterations.get_mut(0) {
             for (slot, t) in &plan.const_fills {
                 it.input_tensors[*slot] = Entry::Value(t.clone());
             }
         }
         self.frames.push(Some(root));
+    }
+
+    /// Ends a step: returns every frame's iteration states to the pool and trims
+    /// what is far above what this plan's steps typically use (the ready queue,
+    /// pooled iteration states, frame slots), so that one unusually large step does
+    /// not pin its memory for the life of the plan. `stopped_early`: the step failed
+    /// or was cancelled, so unfinished iterations may still hold tensors; they are
+    /// dropped now rather than when their state is reused.
+    pub fn end_step(&mut self, stopped_early: bool) {
+        // Frames are only appended when no slot is free: the length is the most
+        // frame instances alive at once.
+        let peak_frames = self.frames.len();
+        self.release_frames();
+        if let Some(keep) = self
+            .frames_use
+            .end_step(peak_frames, self.frames.capacity(), 64)
+        {
+            self.frames.shrink_to(keep);
+            self.free_frames.shrink_to(keep);
+            self.frame_index.shrink_to(keep);
+        }
+        self.ready.clear();
+        let peak_ready = self.ready.take_peak();
+        if let Some(keep) = self
+            .ready_use
+            .end_step(peak_ready, self.ready.capacity(), 1024)
+        {
+            self.ready.shrink_to(keep);
+        }
+        self.iteration_pool.end_step(stopped_early);
+    }
+
+    /// Returns the states of every frame to the pool.
+    fn release_frames(&mut self) {
+        for f in self.frames.drain(..).flatten() {
+            self.iteration_pool.take_ring(f.iterations);
+        }
+        self.free_frames.clear();
+        self.frame_index.clear();
     }
 
     fn new_frame(
@@ -209,17 +164,9 @@ impl PropagatorState {
     ) -> FrameState {
         let fi = &plan.frames[info];
         let max_parallel = fi.parallel_iterations.max(1);
-        let mut iterations: Vec<Option<IterationState>> = (0..(max_parallel + 1)
-            .next_power_of_two())
-            .map(|_| None)
-            .collect();
-        start_iteration(
-            &mut self.iteration_pool,
-            &mut self.iterations_allocated,
-            fi,
-            0,
-            &mut iterations[0],
-        );
+        let mut iterations = IterationRing::new(max_parallel);
+        let s = iterations.slot(0);
+        self.iteration_pool.start(fi, 0, iterations.at(s));
         FrameState {
             info,
             frame_id,
@@ -298,7 +245,7 @@ impl PropagatorState {
     /// How many iteration states were ever allocated rather than reused: bounded by
     /// the live iterations at any one time, however many iterations ran.
     pub fn iterations_allocated(&self) -> usize {
-        self.iterations_allocated
+        self.iteration_pool.allocated()
     }
 
     /// The number of live iterations over all frames.
@@ -306,13 +253,7 @@ impl PropagatorState {
         self.frames
             .iter()
             .flatten()
-            .map(|f| {
-                f.iterations
-                    .iter()
-                    .flatten()
-                    .filter(|i| i.iter_num != FREE_ITERATION)
-                    .count()
-            })
+            .map(|f| f.iterations.live())
             .sum()
     }
 
@@ -495,9 +436,7 @@ impl PropagatorState {
             if curr > f.iteration_count || !f.is_iteration_done(curr) {
                 return f.num_pending_inputs == 0 && f.num_outstanding_iterations == 0;
             }
-            let s = f.slot(curr);
-            release_iteration(&mut f.iterations[s]);
-            let f = self.frame_mut(frame);
+            f.iterations.release(curr);
             f.num_outstanding_iterations -= 1;
             curr += 1;
             if !f.next_iter_roots.is_empty() {
@@ -511,14 +450,10 @@ impl PropagatorState {
             .as_mut()
             .expect("invariant: a frame with a running NextIteration is alive");
         let next = f.iteration_count + 1;
-        let s = f.slot(next);
-        start_iteration(
-            &mut self.iteration_pool,
-            &mut self.iterations_allocated,
-            &plan.frames[f.info],
-            next,
-            &mut f.iterations[s],
-        );
+        f.iterations.reserve(f.num_outstanding_iterations);
+        let s = f.iterations.slot(next);
+        self.iteration_pool
+            .start(&plan.frames[f.info], next, f.iterations.at(s));
         f.iteration_count = next;
         f.num_outstanding_iterations += 1;
         f.dead_exits.clear();
@@ -549,9 +484,8 @@ impl PropagatorState {
                 inv_values,
                 ..
             } = f;
-            let it = iterations[s]
-                .as_mut()
-                .filter(|it| it.iter_num == next)
+            let it = iterations
+                .get_mut(next)
                 .expect("invariant: activation targets a live iteration");
             let mut activated = 0;
             for (node, entry) in inv_values.iter() {
@@ -685,8 +619,7 @@ impl PropagatorState {
                 }
             }
         }
-        self.iteration_pool
-            .extend(f.iterations.into_iter().filter(Option::is_some));
+        self.iteration_pool.take_ring(f.iterations);
         if frame != 0 {
             self.free_frames.push(frame);
         }

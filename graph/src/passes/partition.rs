@@ -18,6 +18,18 @@
 //! control loop too, so the loop invariants there are read in every iteration. (The
 //! placer keeps each loop variable's `Enter`/`Merge`/`Switch`/`NextIteration`/`Exit`
 //! together, so no back edge ever crosses devices.)
+//!
+//! **Forwarded variable references.** An `Identity` of a reference variable
+//! (`v/read`) forwards the reference unread: on one device its consumer reads the
+//! variable when the consumer runs, after its control inputs (the assignments
+//! `tf.control_dependencies` orders it after). A shared `_Send` would read it as
+//! soon as `v/read` ran. So a cross-device edge from such a node into a consumer
+//! with control inputs gets a `_Send`/`_Recv` pair of its own, and that `_Send`
+//! waits for the consumer's control inputs (brought to the variable's device as
+//! control transfers when they run elsewhere). No cycle can arise: that pair feeds
+//! the consumer alone, so a control input that depended on it would depend on the
+//! consumer. A consumer without control inputs shares the pair, reading the
+//! variable early as TensorFlow's partitions do.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -69,10 +81,14 @@ struct Partitioner<'a> {
     assignment: &'a [usize],
     devices: &'a [PartitionDevice],
     cf: ControlFlowInfo,
+    /// Nodes whose output may be a forwarded variable reference.
+    refs: Vec<bool>,
     out: Partitions,
     extra: Vec<(usize, NodeDef)>,
     recvs: HashMap<(usize, i32, usize), String>,
     ctrl_recvs: HashMap<(usize, usize), String>,
+    /// Dedicated pairs of forwarded references, by (source, port, consumer).
+    ref_recvs: HashMap<(usize, i32, usize), String>,
     control_loops: HashMap<(usize, usize), String>,
 }
 
@@ -145,6 +161,42 @@ impl Partitioner<'_> {
         if let Some(n) = self.recvs.get(&(src, port, d)) {
             return Ok(n.clone());
         }
+        self.transfer(src, port, d, frame, None)
+    }
+
+    /// A `_Send`/`_Recv` pair for a forwarded reference read by `dst` alone, the
+    /// `_Send` waiting for `dst`'s control inputs (see the module docs).
+    fn ref_recv_for(&mut self, src: usize, port: i32, dst: usize, frame: usize) -> Result<String> {
+        if let Some(n) = self.ref_recvs.get(&(src, port, dst)) {
+            return Ok(n.clone());
+        }
+        let g = self.g;
+        let (sd, d) = (self.assignment[src], self.assignment[dst]);
+        let mut waits = Vec::new();
+        for e in g.in_edges(dst).filter(|e| e.is_control()) {
+            if self.assignment[e.src] == sd {
+                waits.push(format!("^{}", g.node(e.src).name()));
+            } else {
+                waits.push(format!("^{}", self.ctrl_recv_for(e.src, sd, frame)?));
+            }
+        }
+        let rname = self.transfer(src, port, d, frame, Some((dst, waits)))?;
+        self.ref_recvs.insert((src, port, dst), rname.clone());
+        Ok(rname)
+    }
+
+    /// Adds a `_Send` of output `port` of `src` and its `_Recv` on device `d`, read
+    /// in `frame`; `reader` names the one consumer of a dedicated pair and the
+    /// control inputs of its `_Send`; a shared pair is remembered for the other
+    /// consumers on `d`. Returns the `_Recv`'s name.
+    fn transfer(
+        &mut self,
+        src: usize,
+        port: i32,
+        d: usize,
+        frame: usize,
+        reader: Option<(usize, Vec<String>)>,
+    ) -> Result<String> {
         let g = self.g;
         let sd = self.assignment[src];
         let src_name = g.node(src).name().to_owned();
@@ -153,18 +205,25 @@ impl Partitioner<'_> {
             .output_type(port as usize)
             .ok_or_else(|| Status::internal("bad port"))?
             .dtype;
-        let base = format!("{src_name}/_{port}_{sd}_to_{d}");
-        let tensor_name = format!("{src_name}:{port}->{d}");
-        let (sdev, ddev) = (self.devices[sd].clone(), self.devices[d].clone());
-        let send = transfer_attrs(
-            NodeDef::new(format!("{base}/send"), "_Send")
-                .with_input(tensor_ref(&src_name, port))
-                .with_attr("T", dtype)
-                .with_device(sdev.name.clone()),
-            &tensor_name,
-            &sdev,
-            &ddev,
+        let (mut base, mut tensor_name) = (
+            format!("{src_name}/_{port}_{sd}_to_{d}"),
+            format!("{src_name}:{port}->{d}"),
         );
+        let mut waits = Vec::new();
+        let shared = reader.is_none();
+        if let Some((dst, w)) = reader {
+            let dst_name = g.node(dst).name();
+            base = format!("{base}/for/{dst_name}");
+            tensor_name = format!("{tensor_name}@{dst_name}");
+            waits = w;
+        }
+        let (sdev, ddev) = (self.devices[sd].clone(), self.devices[d].clone());
+        let mut send = NodeDef::new(format!("{base}/send"), "_Send")
+            .with_input(tensor_ref(&src_name, port))
+            .with_attr("T", dtype)
+            .with_device(sdev.name.clone());
+        send.input.extend(waits);
+        let send = transfer_attrs(send, &tensor_name, &sdev, &ddev);
         let mut recv = transfer_attrs(
             NodeDef::new(format!("{base}/recv"), "_Recv")
                 .with_attr("tensor_type", dtype)
@@ -174,7 +233,10 @@ impl Partitioner<'_> {
             &ddev,
         );
         let rname = recv.name.clone();
-        self.recvs.insert((src, port, d), rname.clone());
+        if shared {
+            // before the control loop, whose predicate may be this very tensor
+            self.recvs.insert((src, port, d), rname.clone());
+        }
         if frame != 0 {
             let m = self.control_merge(frame, d)?;
             recv.input.push(format!("^{m}"));
@@ -306,7 +368,12 @@ impl Partitioner<'_> {
                     let e = g.data_input(id, data_index - 1).ok_or_else(|| {
                         Status::internal("missing data edge").with_node(node.name())
                     })?;
-                    inputs.push(self.recv_for(src, e.src_output, d, frame)?);
+                    let ordered = g.in_edges(id).any(|e| e.is_control());
+                    inputs.push(if self.refs[src] && ordered {
+                        self.ref_recv_for(src, e.src_output, id, frame)?
+                    } else {
+                        self.recv_for(src, e.src_output, d, frame)?
+                    });
                 }
             }
             // Control inputs must follow data inputs.
@@ -335,9 +402,11 @@ pub fn partition(
         assignment,
         devices,
         cf: build_control_flow_info(g)?,
+        refs: g.ref_carriers(),
         out: Partitions::default(),
         extra: Vec::new(),
         recvs: HashMap::new(),
+        ref_recvs: HashMap::new(),
         ctrl_recvs: HashMap::new(),
         control_loops: HashMap::new(),
     }
@@ -402,5 +471,64 @@ mod tests {
             cn.input[0], bn.input[0],
             "both consumers read the same Recv"
         );
+    }
+
+    #[test]
+    fn a_forwarded_reference_is_sent_after_its_readers_control_inputs() {
+        let s = Scope::new();
+        let one = ops::scalar(&s, 1.0f32).unwrap();
+        let v = ops::Variable::new(&s, "v", &one, true).unwrap();
+        let bump = ops::assign_add(&s, &v.var, &one).unwrap();
+        let late = ops::no_op(&s).unwrap();
+        let ordered = ops::mul(
+            &s.with_control_dependencies(&[bump.op(), &late]),
+            &v.value,
+            &v.value,
+        )
+        .unwrap();
+        let free = ops::mul(&s, &v.value, &one).unwrap();
+        let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        let mut assign = vec![0; g.num_nodes()];
+        assign[g.find(ordered.op().name()).unwrap()] = 1;
+        assign[g.find(free.op().name()).unwrap()] = 1;
+        assign[g.find(late.name()).unwrap()] = 2;
+        let p = partition(&g, &assign, &devs(3)).unwrap();
+        let node = |d: usize, name: &str| {
+            p.per_device[&d]
+                .iter()
+                .find(|n| n.name == name)
+                .unwrap_or_else(|| panic!("{name} not on device {d}"))
+                .clone()
+        };
+        // the reader without control inputs shares the early transfer
+        let shared = "v/read/_0_0_to_1";
+        assert_eq!(node(1, free.op().name()).input[0], format!("{shared}/recv"));
+        assert_eq!(node(0, &format!("{shared}/send")).input, vec!["v/read"]);
+        // the ordered reader has a pair of its own (one, for both its inputs),
+        // sent once the assignment and the node on device 2 have run
+        let own = format!("{shared}/for/{}", ordered.op().name());
+        let o = node(1, ordered.op().name());
+        assert_eq!(o.input[..2], [format!("{own}/recv"), format!("{own}/recv")]);
+        let send = node(0, &format!("{own}/send"));
+        assert_eq!(
+            send.input,
+            vec![
+                "v/read".to_string(),
+                format!("^{}", bump.op().name()),
+                format!("^{}/_ctrl_2_to_0/identity", late.name()),
+            ]
+        );
+        // v/read twice, `one`, and control transfers of bump -> 1, late -> 0, late -> 1
+        assert_eq!(p.transfers, 6);
+        for nodes in p.per_device.values() {
+            Graph::from_graph_def(
+                &GraphDef {
+                    node: nodes.clone(),
+                    ..Default::default()
+                },
+                OpRegistry::global(),
+            )
+            .unwrap();
+        }
     }
 }

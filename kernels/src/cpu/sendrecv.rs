@@ -17,7 +17,7 @@ fn parse_key(c: &OpKernelConstruction<'_>) -> Result<ParsedKey> {
     let src: String = c.attr("send_device")?;
     let inc: i64 = c.attr("send_device_incarnation")?;
     let dst: String = c.attr("recv_device")?;
-    Ok(ParsedKey::new(&src, inc as u64, &dst, &name))
+    ParsedKey::new(&src, inc as u64, &dst, &name)
 }
 
 /// `_Send`.

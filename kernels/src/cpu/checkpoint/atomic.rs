@@ -4,11 +4,18 @@
 //! file or the new one, never a mix; a crash or error at any point leaves the old
 //! file intact (at worst a stray temporary file remains, which readers ignore:
 //! its name starts with `.` and contains [`TEMP_MARKER`]).
+//!
+//! A temporary file is named `.<final name>.tmp-<pid>-<n>`: the final name, the
+//! writing process and a per-process counter ([`TempName`] parses it back).
+//! [`remove_stale_temporaries`] deletes those of writers that died (a process
+//! killed mid-write leaves its temporary behind); it never touches a name that
+//! does not parse, nor one written by a process that may still be running.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use graph::{Result, Status};
 
@@ -38,6 +45,87 @@ fn temp_path(path: &Path) -> Result<PathBuf> {
         .to_string_lossy();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     Ok(parent_dir(path).join(format!(".{base}{TEMP_MARKER}{}-{n}", std::process::id())))
+}
+
+/// What a temporary file's name says (`.<target>.tmp-<pid>-<n>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TempName<'a> {
+    /// The name of the file the write was to replace (in the same directory).
+    pub target: &'a str,
+    /// The process that wrote it.
+    pub pid: u32,
+}
+
+impl<'a> TempName<'a> {
+    /// Parses a file name made by an atomic write; `None` for any other name.
+    pub fn parse(name: &'a str) -> Option<TempName<'a>> {
+        let (target, tail) = name.strip_prefix('.')?.rsplit_once(TEMP_MARKER)?;
+        let (pid, n) = tail.split_once('-')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if target.is_empty() || !digits(pid) || !digits(n) {
+            return None;
+        }
+        Some(TempName {
+            target,
+            pid: pid.parse().ok()?,
+        })
+    }
+}
+
+/// Where there is no process table to ask (no `/proc`), how long another
+/// process's temporary file must sit unmodified before it counts as abandoned.
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(600);
+
+/// Whether the writer `pid` of a temporary last modified at `modified` is
+/// surely gone: never for this process (its writes may be in flight); with a
+/// `/proc` (Linux), when no process `pid` runs; otherwise when the file has
+/// sat unmodified for [`ABANDONED_AFTER`].
+fn writer_is_gone(pid: u32, modified: Option<SystemTime>) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let procfs = Path::new("/proc");
+    if procfs.join("self").exists() {
+        return !procfs.join(pid.to_string()).exists();
+    }
+    modified
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age >= ABANDONED_AFTER)
+}
+
+/// Deletes the temporary files in `dir` that atomic writes of processes now
+/// gone left behind (see the module docs), for the targets `is_ours` accepts,
+/// and returns their paths. Best effort: a file that cannot be deleted is
+/// logged and left, an unreadable directory yields nothing.
+pub fn remove_stale_temporaries(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(temp) = name.to_str().and_then(TempName::parse) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if !meta.is_file()
+            || !is_ours(temp.target)
+            || !writer_is_gone(temp.pid, meta.modified().ok())
+        {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "could not delete a stale temporary file");
+            }
+        }
+    }
+    removed
 }
 
 /// Replaces (or creates) the file at `path` with what `write` writes, atomically
@@ -128,6 +216,71 @@ mod tests {
         let e = write_atomically(&d.join("sub"), false, |w| Ok(w.write_all(b"y")?)).unwrap_err();
         assert!(e.message().contains("renaming"), "{e}");
         assert_eq!(entries(&d), ["f", "sub"]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn temporary_names_parse_back() {
+        let t = temp_path(Path::new("/x/model.ckpt-300")).unwrap();
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            TempName::parse(name),
+            Some(TempName {
+                target: "model.ckpt-300",
+                pid: std::process::id()
+            })
+        );
+        assert_eq!(
+            TempName::parse(".checkpoint.tmp-17-0"),
+            Some(TempName {
+                target: "checkpoint",
+                pid: 17
+            })
+        );
+        for other in [
+            "model.ckpt-3.tmp-17-0",
+            ".model.ckpt-3.tmp-17",
+            ".model.ckpt-3.tmp-17-",
+            ".model.ckpt-3.tmp-x-0",
+            ".model.ckpt-3.tmp-17-0.bak",
+            "..tmp-17-0",
+            ".model.ckpt-3.tmp-99999999999-0",
+            "checkpoint",
+        ] {
+            assert_eq!(TempName::parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_stale_temporaries_of_chosen_targets_are_removed() {
+        let d = scratch("stale");
+        // 2^22 + 1 is above Linux's PID_MAX_LIMIT: no such process runs.
+        let dead = 4_194_305u32;
+        let me = std::process::id();
+        let names = [
+            format!(".a.tmp-{dead}-0"),
+            format!(".a.tmp-{me}-1"),
+            format!(".b.tmp-{dead}-0"),
+            format!("a.tmp-{dead}-0"),
+            "a".to_owned(),
+        ];
+        let old = SystemTime::now() - 2 * ABANDONED_AFTER;
+        for n in &names {
+            let f = File::create(d.join(n)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        let removed = remove_stale_temporaries(&d, |t| t == "a");
+        assert_eq!(removed, [d.join(format!(".a.tmp-{dead}-0"))]);
+        assert_eq!(
+            entries(&d),
+            [
+                format!(".a.tmp-{me}-1"),
+                format!(".b.tmp-{dead}-0"),
+                "a".to_owned(),
+                format!("a.tmp-{dead}-0"),
+            ]
+        );
+        assert!(remove_stale_temporaries(&d.join("missing"), |_| true).is_empty());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -42,7 +42,8 @@
 //! file; a missing file is `NotFound`; a newer version is `Unimplemented`.
 //!
 //! Files are replaced atomically, so a crash during a save leaves the previous
-//! file at that path (or none) and at most a stray `.<name>.tmp-…` file.
+//! file at that path (or none) and at most a stray `.<name>.tmp-…` file
+//! ([`atomic::remove_stale_temporaries`] deletes those of dead writers).
 
 pub mod atomic;
 pub mod crc32c;
