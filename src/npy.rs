@@ -34,7 +34,10 @@
 
 use std::path::Path;
 
-use crate::{DType, Result, Status, Tensor};
+use graph::import::DEFAULT_MAX_TENSOR_BYTES;
+use graph::tensor::storage_bytes;
+
+use crate::{DType, Result, Status, Tensor, TensorShape};
 
 /// The magic prefix of every `.npy` file.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -347,6 +350,21 @@ fn fortran_to_c(data: &[u8], dims: &[usize], itemsize: usize) -> Vec<u8> {
     out
 }
 
+/// An array of zero-width strings (`|S0`, `<U0`): every element is empty and the
+/// file holds no data for them, so their number is bounded by what one decoded
+/// tensor may take ([`DEFAULT_MAX_TENSOR_BYTES`], as for a constant that one value
+/// fills) instead of by the file's size.
+fn zero_width_strings(dims: &[usize]) -> Result<Tensor> {
+    let shape = TensorShape::from(dims.to_vec());
+    match storage_bytes(DType::String, &shape) {
+        Some(b) if b <= DEFAULT_MAX_TENSOR_BYTES => Tensor::try_zeros(DType::String, shape),
+        _ => Err(bad(format!(
+            "the shape {dims:?} of empty strings would take more than \
+             {DEFAULT_MAX_TENSOR_BYTES} bytes"
+        ))),
+    }
+}
+
 /// Decodes a `.npy` file's bytes; see the module docs.
 pub fn from_npy_bytes(bytes: &[u8]) -> Result<Tensor> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
@@ -394,6 +412,9 @@ pub fn from_npy_bytes(bytes: &[u8]) -> Result<Tensor> {
             data.len() - data_len
         )));
     }
+    if descr.itemsize == 0 && !matches!(descr.kind, Kind::Pod(_)) {
+        return zero_width_strings(&dims);
+    }
     let mut data = if fortran && dims.len() > 1 {
         fortran_to_c(data, &dims, descr.itemsize)
     } else {
@@ -409,21 +430,18 @@ pub fn from_npy_bytes(bytes: &[u8]) -> Result<Tensor> {
     match descr.kind {
         Kind::Pod(dtype) => Tensor::from_raw_bytes(dtype, &dims, &data),
         Kind::Bytes => {
-            let items: Vec<Vec<u8>> = if descr.itemsize == 0 {
-                vec![Vec::new(); n]
-            } else {
-                data.chunks_exact(descr.itemsize)
-                    .map(|c| {
-                        let end = c.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-                        c[..end].to_vec()
-                    })
-                    .collect()
-            };
+            let items: Vec<Vec<u8>> = data
+                .chunks_exact(descr.itemsize)
+                .map(|c| {
+                    let end = c.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                    c[..end].to_vec()
+                })
+                .collect();
             Tensor::from_strings(&dims, items)
         }
         Kind::Unicode => {
             let mut items = Vec::with_capacity(n);
-            for (i, c) in data.chunks_exact(descr.itemsize.max(1)).take(n).enumerate() {
+            for (i, c) in data.chunks_exact(descr.itemsize).enumerate() {
                 let mut s = String::new();
                 for u in c.chunks_exact(4) {
                     let cp = u32::from_le_bytes([u[0], u[1], u[2], u[3]]);
@@ -433,7 +451,6 @@ pub fn from_npy_bytes(bytes: &[u8]) -> Result<Tensor> {
                 }
                 items.push(s.trim_end_matches('\0').as_bytes().to_vec());
             }
-            items.resize(n, Vec::new());
             Tensor::from_strings(&dims, items)
         }
     }

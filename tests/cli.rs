@@ -503,6 +503,30 @@ fn errors_exit_with_their_code_and_message() {
         15,
         "DATA_LOSS",
     );
+    // A feed (or graph) path that is a directory, or that goes through a file.
+    let feed_dir = dir.join("dir.npy");
+    std::fs::create_dir_all(&feed_dir).unwrap();
+    for (path, code, name) in [
+        (feed_dir.clone(), 3, "INVALID_ARGUMENT"),
+        (bad.join("x.npy"), 5, "NOT_FOUND"),
+    ] {
+        let err = fails(
+            &[
+                "run",
+                g,
+                "--feed",
+                &format!("x={}", s(&path)),
+                "--fetch",
+                "y",
+            ],
+            code,
+            name,
+        );
+        assert!(err.contains(s(&path)), "the error names the path: {err}");
+    }
+    let graph_dir = dir.join("graph_dir.pb");
+    std::fs::create_dir_all(&graph_dir).unwrap();
+    fails(&["run", s(&graph_dir)], 3, "INVALID_ARGUMENT");
     let ints = dir.join("ints.npy");
     npy::write_npy(&ints, &Tensor::vector(&[1i32, 2])).unwrap();
     fails(

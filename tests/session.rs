@@ -291,6 +291,107 @@ fn resource_variables_work_through_sessions() {
     );
 }
 
+/// Pad, Fill and Tile asked for outputs of 8 GiB or more: each step fails with
+/// RESOURCE_EXHAUSTED naming the node (TensorFlow's "OOM when allocating tensor"),
+/// nothing aborts, and the next step of the same session works.
+#[test]
+fn an_output_over_the_allocation_limit_fails_its_step_by_node() {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::unknown()).unwrap();
+    let paddings = ops::placeholder(&s, DType::I64, Shape::known(&[1, 2])).unwrap();
+    let dims = ops::placeholder(&s, DType::I64, Shape::known(&[2])).unwrap();
+    let multiples = ops::placeholder(&s, DType::I64, Shape::known(&[1])).unwrap();
+    let value = ops::scalar(&s, 2.5f32).unwrap();
+    let pad = ops::pad(&s, &x, &paddings).unwrap();
+    let fill = ops::fill(&s, &dims, &value).unwrap();
+    let tile = ops::tile(&s, &x, &multiples).unwrap();
+    let sess = Session::new(
+        &s.graph_def(),
+        SessionOptions {
+            max_allocation_bytes: Some(1 << 30),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let x2 = Tensor::vector(&[1.0f32, 2.0]);
+    let small = |sess: &Session| {
+        let out = sess
+            .run(
+                &[
+                    (&x.name(), x2.clone()),
+                    (
+                        &paddings.name(),
+                        Tensor::new(&[1, 2], vec![1i64, 0]).unwrap(),
+                    ),
+                    (&dims.name(), Tensor::vector(&[1i64, 2])),
+                    (&multiples.name(), Tensor::vector(&[2i64])),
+                ],
+                &[&pad.name(), &fill.name(), &tile.name()],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(out[0], Tensor::vector(&[0.0f32, 1.0, 2.0]));
+        assert_eq!(out[1], Tensor::new(&[1, 2], vec![2.5f32, 2.5]).unwrap());
+        assert_eq!(out[2], Tensor::vector(&[1.0f32, 2.0, 1.0, 2.0]));
+    };
+    small(&sess);
+    let big = 1i64 << 31; // 2^31 floats: 8 GiB
+    let cases = [
+        (
+            &pad,
+            vec![
+                (x.name(), x2.clone()),
+                (
+                    paddings.name(),
+                    Tensor::new(&[1, 2], vec![0i64, big]).unwrap(),
+                ),
+            ],
+            "shape [2147483650] and type float32",
+        ),
+        (
+            &fill,
+            vec![(dims.name(), Tensor::vector(&[big >> 14, 1i64 << 14]))],
+            "shape [131072,16384] and type float32",
+        ),
+        (
+            &tile,
+            vec![
+                (x.name(), x2.clone()),
+                (multiples.name(), Tensor::vector(&[big])),
+            ],
+            "shape [4294967296] and type float32",
+        ),
+    ];
+    for (out, feeds, shape) in cases {
+        let feeds: Vec<(&str, Tensor)> =
+            feeds.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        let e = sess.run(&feeds, &[&out.name()], &[]).unwrap_err();
+        assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
+        assert_eq!(e.node(), Some(out.op().name()), "{e}");
+        assert!(
+            e.message()
+                .contains(&format!("OOM when allocating tensor with {shape} on ")),
+            "{e}"
+        );
+        assert!(e.message().contains("1073741824 bytes"), "{e}");
+        small(&sess);
+    }
+
+    // Without a limit of its own a session still refuses what the machine cannot
+    // hold (2^40 floats: 4 TiB) instead of aborting.
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let e = sess
+        .run(
+            &[(&dims.name(), Tensor::vector(&[1i64 << 20, 1 << 20]))],
+            &[&fill.name()],
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
+    assert_eq!(e.node(), Some(fill.op().name()), "{e}");
+    small(&sess);
+}
+
 /// A feed must fit the static shape of the tensor it replaces, as TensorFlow's client
 /// checks: the placeholder's `shape` attribute, or the shape inferred for any other
 /// tensor; unknown dimensions take any size.

@@ -8,6 +8,35 @@ use smallvec::SmallVec;
 
 use crate::{Result, Status};
 
+/// The most dimensions a shape may have (TensorFlow's `TensorShape::MaxDimensions`).
+pub const MAX_RANK: usize = 254;
+
+/// The most elements a shape may describe (TensorFlow counts them in an `int64`).
+pub const MAX_ELEMENTS: u64 = i64::MAX as u64;
+
+/// `InvalidArgument` unless `dims` (the known ones of a shape of `rank`) are a
+/// shape TensorFlow accepts: at most [`MAX_RANK`] of them, whose running product
+/// stays at most [`MAX_ELEMENTS`] (as TensorFlow's `TensorShape::AddDim` checks).
+fn check_dims(rank: usize, dims: impl Iterator<Item = usize>) -> Result<()> {
+    if rank > MAX_RANK {
+        return Err(Status::invalid_argument(format!(
+            "a shape of {rank} dimensions has more than the {MAX_RANK} allowed"
+        )));
+    }
+    let mut product: u64 = 1;
+    for d in dims {
+        product = product
+            .checked_mul(d as u64)
+            .filter(|&p| p <= MAX_ELEMENTS)
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "a shape that is too large: more than 2**63 - 1 elements at dimension {d}"
+                ))
+            })?;
+    }
+    Ok(())
+}
+
 /// The fully known shape of a tensor. Rank 0 is a scalar. Shapes of rank up to 4
 /// are stored inline and clone with a copy.
 #[derive(PartialEq, Eq, Hash, Default)]
@@ -66,9 +95,12 @@ impl TensorShape {
         self.0[i]
     }
 
-    /// The number of elements (1 for a scalar).
+    /// The number of elements (1 for a scalar); `usize::MAX` when the product
+    /// overflows (shapes from user input may), so it never panics and a zero
+    /// dimension still gives 0. Allocation checks it with
+    /// [`TensorShape::checked_num_elements`].
     pub fn num_elements(&self) -> usize {
-        self.0.iter().product()
+        self.0.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
 
     /// The number of elements, or `InvalidArgument` when it overflows `usize`.
@@ -77,6 +109,12 @@ impl TensorShape {
             acc.checked_mul(d)
                 .ok_or_else(|| Status::invalid_argument(format!("shape {self} is too large")))
         })
+    }
+
+    /// `InvalidArgument` unless TensorFlow accepts this shape (see
+    /// [`Shape::check_valid`]).
+    pub fn check_valid(&self) -> Result<()> {
+        check_dims(self.0.len(), self.0.iter().copied())
     }
 
     /// True for rank 0.
@@ -203,6 +241,24 @@ impl Shape {
     /// The dimensions, or `None` for unknown rank.
     pub fn dims(&self) -> Option<&[Option<usize>]> {
         self.0.as_deref()
+    }
+
+    /// `InvalidArgument` unless TensorFlow accepts this shape: at most
+    /// [`MAX_RANK`] dimensions whose known sizes multiply to at most
+    /// [`MAX_ELEMENTS`].
+    ///
+    /// # Examples
+    /// ```
+    /// use actorflow_graph::Shape;
+    /// assert!(Shape::from_dims(&[None, Some(1 << 40)]).check_valid().is_ok());
+    /// assert!(Shape::known(&[1 << 40, 1 << 40]).check_valid().is_err());
+    /// assert!(Shape::unknown_with_rank(255).check_valid().is_err());
+    /// ```
+    pub fn check_valid(&self) -> Result<()> {
+        match self.dims() {
+            None => Ok(()),
+            Some(d) => check_dims(d.len(), d.iter().flatten().copied()),
+        }
     }
 
     /// The rank, if known.

@@ -213,7 +213,10 @@ impl std::error::Error for Status {}
 impl From<std::io::Error> for Status {
     fn from(e: std::io::Error) -> Status {
         let code = match e.kind() {
-            std::io::ErrorKind::NotFound => Code::NotFound,
+            // A path through a file ("a.npy/b") names nothing.
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => Code::NotFound,
+            // A directory where a file was wanted is a bad argument, not UNKNOWN.
+            std::io::ErrorKind::IsADirectory => Code::InvalidArgument,
             std::io::ErrorKind::PermissionDenied => Code::PermissionDenied,
             std::io::ErrorKind::AlreadyExists => Code::AlreadyExists,
             std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
@@ -270,5 +273,18 @@ mod tests {
         assert!(f(1).is_ok());
         assert_eq!(f(0).unwrap_err().code(), Code::OutOfRange);
         assert_eq!(f(11).unwrap_err().code(), Code::InvalidArgument);
+    }
+
+    #[test]
+    fn reading_a_directory_or_through_a_file_is_not_unknown() {
+        let dir = std::env::temp_dir().join(format!("actorflow-status-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let code = |p: &std::path::Path| Status::from(std::fs::read(p).unwrap_err()).code();
+        assert_eq!(code(&dir), Code::InvalidArgument);
+        assert_eq!(code(&file.join("g")), Code::NotFound);
+        assert_eq!(code(&dir.join("missing")), Code::NotFound);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,6 +1,7 @@
 //! actorflow's kernels: the [`OpKernel`] traits, the [`KernelRegistry`], the
 //! resources kernels keep between steps, and the CPU kernels (ndarray, gemm).
 //!
+//! - [`allocator`] — fallible tensor allocation under the device's limit.
 //! - [`entry`] — the values that travel along edges.
 //! - [`op_kernel`] — kernel traits and contexts.
 //! - [`registry`] — kernels by op, device type and type constraints.
@@ -12,6 +13,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod allocator;
 pub mod cpu;
 pub mod entry;
 pub mod op_kernel;
@@ -20,6 +22,7 @@ pub mod registry;
 pub mod resource;
 pub mod testutil;
 
+pub use allocator::Allocator;
 pub use entry::Entry;
 pub use op_kernel::{
     AsyncDone, AsyncOpKernel, AsyncStatus, CallFrame, DeviceContext, OpKernel,

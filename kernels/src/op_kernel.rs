@@ -18,6 +18,7 @@ use rendezvous::sync::Mutex;
 use rendezvous::{CancellationManager, FrameIter, LocalRendezvous};
 use smallvec::SmallVec;
 
+use crate::allocator::{default_max_allocation_bytes, Allocator};
 use crate::cpu::types::ScalarElem;
 use crate::entry::Entry;
 use crate::resource::{ResourceMgr, Var};
@@ -35,17 +36,46 @@ pub struct DeviceContext {
     pub incarnation: u64,
     /// The device's resources.
     pub resources: Arc<ResourceMgr>,
+    /// The most bytes one tensor a kernel allocates may take here; larger ones
+    /// are `ResourceExhausted` (see [`crate::allocator`]).
+    pub max_allocation_bytes: usize,
 }
 
 impl DeviceContext {
-    /// A device context with a fresh resource manager.
+    /// A device context with a fresh resource manager and the default allocation
+    /// limit ([`default_max_allocation_bytes`]: the machine's memory).
     pub fn new(name: &str, device_type: &str, incarnation: u64) -> DeviceContext {
         DeviceContext {
             name: name.to_owned(),
             device_type: device_type.to_owned(),
             incarnation,
             resources: Arc::new(ResourceMgr::new()),
+            max_allocation_bytes: default_max_allocation_bytes(),
         }
+    }
+
+    /// The same device refusing single allocations above `max_bytes`.
+    pub fn with_max_allocation_bytes(mut self, max_bytes: usize) -> DeviceContext {
+        self.max_allocation_bytes = max_bytes;
+        self
+    }
+
+    /// This device as one session sees it: the same name, incarnation and
+    /// resources (shared with every other view), under the session's own
+    /// allocation limit.
+    pub fn view_with_max_allocation_bytes(&self, max_bytes: usize) -> DeviceContext {
+        DeviceContext {
+            name: self.name.clone(),
+            device_type: self.device_type.clone(),
+            incarnation: self.incarnation,
+            resources: Arc::clone(&self.resources),
+            max_allocation_bytes: max_bytes,
+        }
+    }
+
+    /// The device's allocator.
+    pub fn allocator(&self) -> Allocator<'_> {
+        Allocator::new(&self.name, self.max_allocation_bytes)
     }
 }
 
@@ -503,22 +533,38 @@ impl<'a> OpKernelContext<'a> {
         }
     }
 
+    /// The device's allocator: every tensor sized by the inputs comes from it (see
+    /// [`crate::allocator`]). Borrows the step, not the context.
+    #[inline]
+    pub fn allocator(&self) -> Allocator<'a> {
+        let step: &'a StepContext = self.step;
+        step.device.allocator()
+    }
+
+    /// A fresh zeroed tensor from the device's allocator; `ResourceExhausted` when
+    /// it is over the device's limit or cannot be had.
+    #[inline]
+    pub fn allocate(&self, dtype: DType, shape: impl Into<TensorShape>) -> Result<Tensor> {
+        self.allocator().zeros(dtype, shape)
+    }
+
     /// The output buffer for input `i` when it can be reused in place (a uniquely
-    /// held tensor of this dtype and shape), else a fresh zeroed tensor.
+    /// held tensor of this dtype and shape), else a fresh zeroed tensor from
+    /// [`Self::allocate`].
     pub fn forward_input_or_allocate(
         &mut self,
         i: usize,
         dtype: DType,
         shape: &TensorShape,
-    ) -> Tensor {
+    ) -> Result<Tensor> {
         if let Some(Entry::Value(t)) = self.inputs.get_mut(i) {
             if t.dtype() == dtype && t.shape() == shape && t.is_unique() {
                 if let Entry::Value(t) = std::mem::take(&mut self.inputs[i]) {
-                    return t;
+                    return Ok(t);
                 }
             }
         }
-        Tensor::zeros(dtype, shape.clone())
+        self.allocate(dtype, shape.clone())
     }
 
     /// The step's shared services.

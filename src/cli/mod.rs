@@ -64,6 +64,10 @@ pub struct GraphArgs {
     /// Place a node elsewhere when the device it asks for does not exist.
     #[arg(long)]
     pub soft_placement: bool,
+    /// The most bytes one tensor may take; a larger one fails its step with
+    /// RESOURCE_EXHAUSTED naming the node (default: the machine's memory).
+    #[arg(long, value_name = "BYTES")]
+    pub max_allocation_bytes: Option<usize>,
 }
 
 impl GraphArgs {
@@ -85,6 +89,7 @@ impl GraphArgs {
             SessionOptions {
                 cpu_devices: usize::from(self.devices),
                 allow_soft_placement: self.soft_placement,
+                max_allocation_bytes: self.max_allocation_bytes,
                 ..Default::default()
             },
         )

@@ -240,3 +240,28 @@ fn files_on_disk_name_the_path() {
     assert!(e.message().contains("missing.npy"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Zero-width elements take nothing from the file: a header alone must not
+/// allocate or loop by its shape (a `|S0` array of 2^40 elements used to abort
+/// allocating, a Fortran-ordered one to loop over every element).
+#[test]
+fn shapes_that_need_no_data_are_bounded_by_the_header_not_trusted() {
+    let file = |descr: &str, fortran: bool, shape: &str| {
+        let order = if fortran { "True" } else { "False" };
+        let h = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+        wrap_header(&h)
+    };
+    let e = from_npy_bytes(&file("|S0", false, "(1099511627776,)")).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("empty strings"), "{e}");
+    let e = from_npy_bytes(&file("<U0", true, "(1048576, 1048576)")).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    // Small ones are arrays of empty strings, as numpy reads them.
+    let t = from_npy_bytes(&file("<U0", false, "(3,)")).unwrap();
+    assert_eq!(t, Tensor::from_strings(&[3], vec![""; 3]).unwrap());
+    let t = from_npy_bytes(&file("|S0", true, "(2, 2)")).unwrap();
+    assert_eq!(t, Tensor::from_strings(&[2, 2], vec![""; 4]).unwrap());
+    // An empty Fortran array with huge other dims reorders nothing.
+    let t = from_npy_bytes(&file("<f4", true, "(0, 1099511627776, 1099511627776)")).unwrap();
+    assert_eq!(t.dims(), &[0, 1 << 40, 1 << 40]);
+}

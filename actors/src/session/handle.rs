@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr};
 use graph::{GraphDef, Result, Status, Tensor};
-use kernels::{CallFrame, StepContext};
+use kernels::{CallFrame, DeviceContext, StepContext};
 use rendezvous::{completion, CompletionReceiver, LocalRendezvous};
 
 use super::actor::{SessionActor, SessionCommand, SessionReply, SessionRequest};
@@ -109,6 +109,9 @@ struct SessionShared {
     builds: Arc<AtomicU64>,
     options: SessionOptions,
     timer: Arc<dyn kernels::Timer>,
+    /// The runtime's devices as this session sees them (its allocation limit),
+    /// by device index.
+    device_ctxs: Vec<Arc<DeviceContext>>,
 }
 
 impl Drop for SessionShared {
@@ -185,12 +188,21 @@ impl Session {
         let id = runtime.next_session_id();
         let _span = tracing::debug_span!("session_create", session = id).entered();
         let default_container: Arc<str> = Arc::from(format!("__session_{id}"));
+        let device_ctxs: Vec<Arc<DeviceContext>> = runtime
+            .devices()
+            .iter()
+            .map(|d| match options.max_allocation_bytes {
+                Some(limit) => Arc::new(d.ctx.view_with_max_allocation_bytes(limit)),
+                None => Arc::clone(&d.ctx),
+            })
+            .collect();
         let devices = runtime
             .devices()
             .iter()
-            .map(|d| state::SessionDevice {
+            .zip(&device_ctxs)
+            .map(|(d, ctx)| state::SessionDevice {
                 name: d.name.clone(),
-                ctx: Arc::clone(&d.ctx),
+                ctx: Arc::clone(ctx),
             })
             .collect();
         let builds = Arc::new(AtomicU64::new(0));
@@ -213,6 +225,7 @@ impl Session {
                 builds,
                 options,
                 timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
+                device_ctxs,
             }),
         };
         if !graph.node.is_empty() {
@@ -461,7 +474,7 @@ impl Session {
             let dev = &devices[p.device];
             let step = Arc::new(StepContext {
                 step_id,
-                device: Arc::clone(&dev.ctx),
+                device: Arc::clone(&self.inner.device_ctxs[p.device]),
                 rendezvous: Arc::clone(&rendezvous),
                 call_frame: Arc::clone(&call_frame),
                 default_container: Arc::clone(&self.inner.default_container),

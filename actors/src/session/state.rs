@@ -143,6 +143,12 @@ pub struct SessionOptions {
     /// this instead of by the cost model (constraints and kernels still respected):
     /// for checking that a graph's answers do not depend on its placement.
     pub random_placement_seed: Option<u64>,
+    /// The most bytes one tensor a kernel of this session may allocate (TensorFlow's
+    /// per-device memory limit, applied per allocation); a larger one fails its step
+    /// with `RESOURCE_EXHAUSTED` naming the node, and the session stays usable.
+    /// `None`: the machine's memory
+    /// ([`kernels::allocator::default_max_allocation_bytes`]).
+    pub max_allocation_bytes: Option<usize>,
 }
 
 impl Default for SessionOptions {
@@ -152,6 +158,7 @@ impl Default for SessionOptions {
             allow_soft_placement: false,
             default_timeout: None,
             random_placement_seed: None,
+            max_allocation_bytes: None,
         }
     }
 }

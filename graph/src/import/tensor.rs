@@ -78,7 +78,9 @@ pub fn shape_from_proto(p: &TensorShapeProto) -> Result<Shape> {
             s => Some(dim_size(s)?),
         });
     }
-    Ok(Shape::from_dims(&dims))
+    let shape = Shape::from_dims(&dims);
+    shape.check_valid()?;
+    Ok(shape)
 }
 
 fn dim_size(s: i64) -> Result<usize> {
@@ -101,7 +103,7 @@ pub fn tensor_shape_from_proto(p: Option<&TensorShapeProto>) -> Result<TensorSha
         .map(|d| dim_size(d.size))
         .collect::<Result<Vec<_>>>()?;
     let shape = TensorShape::from(dims);
-    shape.checked_num_elements()?;
+    shape.check_valid()?;
     Ok(shape)
 }
 

@@ -224,3 +224,73 @@ fn files_by_extension() {
     assert_eq!(load_graph_def(&upper, &opts).unwrap().node.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Attributes out of the range TensorFlow accepts are INVALID_ARGUMENT naming the
+/// node, found at import before anything is sized by them.
+#[test]
+fn attrs_out_of_range_are_invalid_argument_naming_the_node() {
+    let enter = |pi: i64| {
+        format!(
+            r#"{CONST}
+            node {{ name: "e" op: "Enter" input: "c"
+              attr {{ key: "T" value {{ type: DT_FLOAT }} }}
+              attr {{ key: "frame_name" value {{ s: "w" }} }}
+              attr {{ key: "parallel_iterations" value {{ i: {pi} }} }} }}"#
+        )
+    };
+    let placeholder = |dims: &str| {
+        format!(
+            r#"node {{ name: "p" op: "Placeholder"
+              attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}
+              attr {{ key: "shape" value {{ shape {{ {dims} }} }} }} }}"#
+        )
+    };
+    let split = |n: i64| {
+        format!(
+            r#"{CONST}
+            node {{ name: "axis" op: "Const"
+              attr {{ key: "dtype" value {{ type: DT_INT32 }} }}
+              attr {{ key: "value" value {{ tensor {{ dtype: DT_INT32 tensor_shape {{ }} int_val: 0 }} }} }} }}
+            node {{ name: "s" op: "Split" input: "axis" input: "c"
+              attr {{ key: "T" value {{ type: DT_FLOAT }} }}
+              attr {{ key: "num_split" value {{ i: {n} }} }} }}"#
+        )
+    };
+    let dim = |d: i64| format!("dim {{ size: {d} }} ");
+    let cases = [
+        (
+            enter(0),
+            "e",
+            "parallel_iterations' has value 0 less than minimum 1",
+        ),
+        (enter(-3), "e", "less than minimum 1"),
+        (
+            enter(1 << 31),
+            "e",
+            "value 2147483648 out of range for an int32",
+        ),
+        (
+            placeholder(&dim(1 << 40).repeat(2)),
+            "p",
+            "more than 2**63 - 1 elements",
+        ),
+        (placeholder(&dim(1).repeat(255)), "p", "255 dimensions"),
+        (placeholder(&dim(-2)), "p", "invalid dimension size -2"),
+        (split(0), "s", "num_split' has value 0 less than minimum 1"),
+        (split(1 << 40), "s", "more than the 1048576"),
+    ];
+    for (src, node, want) in cases {
+        let e = graph_def_from_tf_text(&text(&src), &ImportOptions::default()).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert_eq!(e.node(), Some(node), "{e}");
+        assert!(e.message().contains(want), "'{e}' should contain '{want}'");
+    }
+    // The largest values TensorFlow accepts still import.
+    for src in [
+        enter(i32::MAX as i64),
+        placeholder(&format!("{}{}", dim(-1), dim(1 << 62))),
+        placeholder(&format!("{}{}{}", dim(0), dim(1 << 62), dim(1 << 62))),
+    ] {
+        graph_def_from_tf_text(&text(&src), &ImportOptions::default()).unwrap();
+    }
+}

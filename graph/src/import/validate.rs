@@ -5,7 +5,9 @@
 //! know, attributes the op does not define or of the wrong kind, what the op's own
 //! validation finds (missing required attributes, disallowed types, input counts),
 //! malformed and dangling inputs, inputs reading an output the producer lacks, and
-//! edges whose producer's type cannot feed the consumer's input. At most
+//! edges whose producer's type cannot feed the consumer's input, and attributes out
+//! of the range TensorFlow accepts (minimums, shapes of more than 254 dimensions or
+//! 2^63 - 1 elements, `int32` attributes such as `parallel_iterations`). At most
 //! [`MAX_LISTED_PROBLEMS`] are spelled out in the status message.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -17,6 +19,14 @@ use crate::{AttrValue, Code, GraphDef, NodeDef, Result, Status};
 
 /// The most problems listed in one status message; the rest are counted.
 pub const MAX_LISTED_PROBLEMS: usize = 100;
+
+/// Attributes TensorFlow's runtime reads as `int32` (`GetNodeAttr` into an `int`
+/// fails above 2^31 - 1), by op and attribute; their lower bounds are the ops'
+/// own minimums (`parallel_iterations: int >= 1`).
+const INT32_ATTRS: &[(&str, &str)] = &[
+    ("Enter", "parallel_iterations"),
+    ("RefEnter", "parallel_iterations"),
+];
 
 struct Problem {
     code: Code,
@@ -203,6 +213,18 @@ fn check_node(
                 ok = false;
             }
             Some(_) => {}
+        }
+    }
+    for &(op, attr) in INT32_ATTRS {
+        if n.op != op {
+            continue;
+        }
+        if let Some(AttrValue::I(v)) = n.attr.get(attr) {
+            if i32::try_from(*v).is_err() {
+                let what = format!("attr '{attr}' has value {v} out of range for an int32");
+                problems.node(&n.name, &n.op, Code::InvalidArgument, what);
+                ok = false;
+            }
         }
     }
     if !ok || converted_badly {

@@ -6,6 +6,11 @@
 //! - [`parse`] — the spec syntax (`"x: N * T"`, `"T: {float, int32} = DT_FLOAT"`).
 //! - [`registry`] — the registry of every op.
 //! - [`shape_fn`] — shape inference context and the common shape functions.
+//!
+//! A node's list counts (`N`, `num_split`, `num` …) come from untrusted graphs, so
+//! they are checked before anything is sized by them: a count is a non-negative
+//! `int` at least its attribute's minimum, the inputs it implies must be the node's
+//! actual inputs, and no node stands for more than [`MAX_ARITY`] inputs or outputs.
 
 pub mod parse;
 pub mod registry;
@@ -16,9 +21,15 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::{AttrValue, DType, DataType, NodeDef, Result, Status};
+use crate::{AttrValue, DType, DataType, NodeDef, Result, Shape, Status};
 pub use registry::OpRegistry;
 pub use shape_fn::{InferenceContext, ShapeFn};
+
+/// The most inputs, and the most outputs, one node may have (1,048,576). TensorFlow
+/// sets no such limit, but the runtime keeps a slot per output, so a count beyond
+/// this (say `num_split: 4611686018427387904`) can only be a corrupt graph, and is
+/// refused before anything is sized by it.
+pub const MAX_ARITY: usize = 1 << 20;
 
 /// The element type of an argument: fixed, or named by a `type` attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,15 +214,15 @@ impl OpDef {
             })?;
             check_attr(def, v)?;
         }
-        let sig = self.signature(&node.attr)?;
         let n = node.data_inputs().count();
-        if n != sig.inputs.len() {
+        let want = args_count(&self.inputs, &node.attr)?;
+        if n != want {
             return Err(Status::invalid_argument(format!(
-                "{} expects {} data inputs, got {n}",
-                self.name,
-                sig.inputs.len()
+                "{} expects {want} data inputs, got {n}",
+                self.name
             )));
         }
+        let sig = self.signature(&node.attr)?;
         if node.input.iter().skip(n).any(|i| !i.starts_with('^')) {
             return Err(Status::invalid_argument(
                 "control inputs must follow all data inputs",
@@ -220,9 +231,13 @@ impl OpDef {
         Ok(sig)
     }
 
-    /// Resolves the input and output types from attribute values.
+    /// Resolves the input and output types from attribute values; `InvalidArgument`
+    /// when a count is not a valid `int` or the node would have more than
+    /// [`MAX_ARITY`] inputs or outputs (checked before anything is allocated).
     pub fn signature(&self, attrs: &BTreeMap<String, AttrValue>) -> Result<NodeSignature> {
         let mut sig = NodeSignature::default();
+        sig.inputs.reserve(args_count(&self.inputs, attrs)?);
+        sig.outputs.reserve(args_count(&self.outputs, attrs)?);
         for a in &self.inputs {
             expand_arg(a, attrs, &mut sig.inputs)?;
         }
@@ -256,14 +271,13 @@ fn arg_range(
     attrs: &BTreeMap<String, AttrValue>,
     name: &str,
 ) -> Result<std::ops::Range<usize>> {
-    let mut start = 0;
+    let mut start = 0usize;
     for a in args {
-        let mut v = SmallVec::new();
-        expand_arg(a, attrs, &mut v)?;
+        let n = arg_count(a, attrs)?;
         if a.name == name {
-            return Ok(start..start + v.len());
+            return Ok(start..start + n);
         }
-        start += v.len();
+        start = start.saturating_add(n);
     }
     Err(Status::invalid_argument(format!(
         "no argument named '{name}'"
@@ -284,6 +298,57 @@ fn elem_dtype(e: &ElemType, attrs: &BTreeMap<String, AttrValue>) -> Result<DType
     }
 }
 
+/// The count held by `number_attr`: a non-negative `int` of at most [`MAX_ARITY`].
+fn repeat_count(number_attr: &str, attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+    match attrs.get(number_attr) {
+        Some(AttrValue::I(n)) => match usize::try_from(*n) {
+            Ok(n) if n <= MAX_ARITY => Ok(n),
+            Ok(_) => Err(Status::invalid_argument(format!(
+                "attr '{number_attr}' is {n}, more than the {MAX_ARITY} tensors an argument may stand for"
+            ))),
+            Err(_) => Err(Status::invalid_argument(format!(
+                "attr '{number_attr}' must be a non-negative int, got {n}"
+            ))),
+        },
+        Some(v) => Err(Status::invalid_argument(format!(
+            "attr '{number_attr}' must be a non-negative int, got {v:?}"
+        ))),
+        None => Err(Status::invalid_argument(format!(
+            "missing attr '{number_attr}'"
+        ))),
+    }
+}
+
+/// How many tensors argument `a` stands for, without allocating anything.
+fn arg_count(a: &ArgDef, attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+    match &a.ty {
+        ArgType::Single(_) => Ok(1),
+        ArgType::Repeated { number_attr, .. } => repeat_count(number_attr, attrs),
+        ArgType::TypeList(attr) => match attrs.get(attr) {
+            Some(AttrValue::List(l)) => Ok(l.type_.len()),
+            Some(v) => Err(Status::invalid_argument(format!(
+                "attr '{attr}' has kind {}, expected list(type)",
+                v.kind()
+            ))),
+            None => Err(Status::invalid_argument(format!("missing attr '{attr}'"))),
+        },
+    }
+}
+
+/// How many tensors `args` stand for together: at most [`MAX_ARITY`].
+fn args_count(args: &[ArgDef], attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+    let mut total = 0usize;
+    for a in args {
+        total = total.saturating_add(arg_count(a, attrs)?);
+    }
+    if total > MAX_ARITY {
+        return Err(Status::invalid_argument(format!(
+            "the node would have {total} inputs or outputs, more than the {MAX_ARITY} allowed"
+        )));
+    }
+    Ok(total)
+}
+
 fn expand_arg(
     a: &ArgDef,
     attrs: &BTreeMap<String, AttrValue>,
@@ -296,19 +361,7 @@ fn expand_arg(
     match &a.ty {
         ArgType::Single(e) => out.push(mk(elem_dtype(e, attrs)?)),
         ArgType::Repeated { number_attr, elem } => {
-            let n = match attrs.get(number_attr) {
-                Some(AttrValue::I(n)) if *n >= 0 => *n as usize,
-                Some(v) => {
-                    return Err(Status::invalid_argument(format!(
-                        "attr '{number_attr}' must be a non-negative int, got {v:?}"
-                    )))
-                }
-                None => {
-                    return Err(Status::invalid_argument(format!(
-                        "missing attr '{number_attr}'"
-                    )))
-                }
-            };
+            let n = repeat_count(number_attr, attrs)?;
             let d = elem_dtype(elem, attrs)?;
             out.extend(std::iter::repeat_n(mk(d), n));
         }
@@ -395,6 +448,16 @@ fn check_attr(def: &AttrDef, v: &AttrValue) -> Result<()> {
                 def.name
             )));
         }
+    }
+    let shapes: &[Shape] = match v {
+        AttrValue::Shape(s) => std::slice::from_ref(s),
+        AttrValue::List(l) => &l.shape,
+        _ => &[],
+    };
+    for s in shapes {
+        s.check_valid().map_err(|e| {
+            Status::invalid_argument(format!("attr '{}': {}", def.name, e.message()))
+        })?;
     }
     Ok(())
 }

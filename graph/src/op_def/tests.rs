@@ -115,3 +115,55 @@ fn validates_nodes_and_resolves_types() {
     ctl_first.input.swap(0, 3);
     assert!(d.validate(&mut ctl_first).is_err());
 }
+
+/// Counts of 2^31 … 2^62 used to reach `SmallVec::extend` (a capacity-overflow
+/// panic or an allocation abort); now they are `InvalidArgument` naming the node,
+/// before anything is sized by them.
+#[test]
+fn huge_counts_are_refused_before_allocating() {
+    let split = OpDef::build("Split")
+        .input("split_dim: int32")
+        .input("value: T")
+        .output("output: num_split * T")
+        .attr("num_split: int >= 1")
+        .attr("T: type")
+        .finish()
+        .unwrap();
+    for shift in [31u32, 40, 62] {
+        let huge = 1i64 << shift;
+        let mut n = NodeDef::new("s", "Split")
+            .with_input("d")
+            .with_input("v")
+            .with_attr("num_split", huge)
+            .with_attr("T", DType::F32);
+        let e = split.validate(&mut n).unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument, "{e}");
+        assert_eq!(e.node(), Some("s"));
+        assert!(e.message().contains("more than"), "{e}");
+        assert!(split.signature(&n.attr).is_err());
+        assert!(split.output_range(&n.attr, "output").is_err());
+
+        // An input count must match the node's inputs, whatever it claims.
+        let mut c = NodeDef::new("c", "ConcatV2")
+            .with_input("a")
+            .with_input("b")
+            .with_input("axis")
+            .with_attr("N", huge)
+            .with_attr("T", DType::F32);
+        let e = concat().validate(&mut c).unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument, "{e}");
+        assert_eq!(e.node(), Some("c"));
+    }
+    let mut neg = NodeDef::new("s", "Split")
+        .with_input("d")
+        .with_input("v")
+        .with_attr("num_split", -1i64)
+        .with_attr("T", DType::F32);
+    assert!(split.validate(&mut neg).is_err());
+    let mut most = NodeDef::new("s", "Split")
+        .with_input("d")
+        .with_input("v")
+        .with_attr("num_split", MAX_ARITY as i64)
+        .with_attr("T", DType::F32);
+    assert_eq!(split.validate(&mut most).unwrap().outputs.len(), MAX_ARITY);
+}

@@ -50,7 +50,7 @@ pub fn register_all_ops(r: &OpRegistry) {
                 .attr("T: type")
                 .attr("frame_name: string")
                 .attr("is_constant: bool = false")
-                .attr("parallel_iterations: int = 10")
+                .attr("parallel_iterations: int >= 1 = 10")
                 .shape_fn(shape_fn::unchanged),
         );
     }

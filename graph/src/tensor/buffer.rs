@@ -1,11 +1,16 @@
 //! Tensor storage: [`AlignedBuffer`], a reference-counted, 64-byte-aligned byte
-//! buffer in one allocation (`Arc<[Chunk]>`). Alignment comes from the chunk type, so
-//! no `unsafe` is needed to view it as typed slices; the one `unsafe` block takes a
-//! zeroed allocation (calloc: large buffers arrive as untouched zero pages) as
-//! initialised chunks. Cloning an
-//! `AlignedBuffer` bumps the refcount; [`AlignedBuffer::make_mut`] writes in place
-//! when the buffer is unshared and copies it first otherwise.
+//! buffer. Alignment comes from the chunk type, so no `unsafe` is needed to view it
+//! as typed slices. Cloning an `AlignedBuffer` bumps the refcount;
+//! [`AlignedBuffer::make_mut`] writes in place when the buffer is unshared and
+//! copies it first otherwise.
+//!
+//! Every allocation is fallible: sizes come from user input (shapes, files), so a
+//! buffer that cannot be had is an [`AllocError`], never an abort. Buffers are
+//! taken zeroed from the allocator (`alloc_zeroed`, i.e. calloc: large buffers
+//! arrive as untouched zero pages); the one `unsafe` block takes that allocation as
+//! initialised chunks.
 
+use std::alloc::Layout;
 use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
@@ -18,47 +23,103 @@ pub const BUFFER_ALIGNMENT: usize = 64;
 #[repr(C, align(64))]
 struct Chunk([u8; BUFFER_ALIGNMENT]);
 
+/// Why a buffer could not be allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    /// The size does not fit the address space (an overflowing shape product, or
+    /// more than `isize::MAX` bytes).
+    #[error("the size overflows the address space")]
+    CapacityOverflow,
+    /// The allocator refused this many bytes.
+    #[error("the allocator refused {bytes} bytes")]
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: usize,
+    },
+}
+
+/// `n` zeroed chunks, or the allocator's refusal.
+fn zeroed_chunks(n: usize) -> Result<Box<[Chunk]>, AllocError> {
+    if n == 0 {
+        return Ok(Box::default());
+    }
+    let layout = Layout::array::<Chunk>(n).map_err(|_| AllocError::CapacityOverflow)?;
+    // SAFETY: This is safe because:
+    // 1. `layout` has a non-zero size (`n > 0` and a chunk is 64 bytes), as
+    //    `alloc_zeroed` requires.
+    // Tested by `zeroed_buffers_are_aligned_and_zeroed` and
+    // `impossible_sizes_are_errors_not_aborts`.
+    #[allow(unsafe_code)]
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(AllocError::OutOfMemory {
+            bytes: layout.size(),
+        });
+    }
+    let slice = std::ptr::slice_from_raw_parts_mut(ptr.cast::<Chunk>(), n);
+    // SAFETY: This is safe because:
+    // 1. `ptr` is non-null and came from the global allocator with
+    //    `Layout::array::<Chunk>(n)`, exactly the layout a `Box<[Chunk]>` of `n`
+    //    elements frees itself with, and nothing else owns it.
+    // 2. `ptr` is aligned for `Chunk`: the layout has `Chunk`'s alignment.
+    // 3. All `n` chunks are initialised: `alloc_zeroed` zeroed every byte and
+    //    `Chunk` is `Zeroable` (a plain byte array), so zero is a valid value.
+    #[allow(unsafe_code)]
+    let chunks = unsafe { Box::from_raw(slice) };
+    Ok(chunks)
+}
+
+/// The chunks that hold `len` bytes.
+fn chunks_for(len: usize) -> usize {
+    len.div_ceil(BUFFER_ALIGNMENT)
+}
+
 /// A shared, zero-initialised, 64-byte-aligned byte buffer; see the module docs.
 #[derive(Clone)]
 pub struct AlignedBuffer {
-    chunks: Arc<[Chunk]>,
+    chunks: Arc<Box<[Chunk]>>,
     len: usize,
 }
 
 impl AlignedBuffer {
-    /// A buffer of `len` zero bytes.
-    pub fn zeroed(len: usize) -> AlignedBuffer {
-        let n = len.div_ceil(BUFFER_ALIGNMENT);
-        let zeroed = Arc::<[Chunk]>::new_zeroed_slice(n);
-        // SAFETY: `Chunk` is `Zeroable` (a plain byte array), so the all-zero bytes
-        // `new_zeroed_slice` allocated are a valid value for every element.
-        // Tested by `tensor::tests::zeroed_buffers_are_zero`.
-        #[allow(unsafe_code)]
-        let chunks = unsafe { zeroed.assume_init() };
-        AlignedBuffer { chunks, len }
+    /// A buffer of `len` zero bytes, or why it cannot be had.
+    pub fn try_zeroed(len: usize) -> Result<AlignedBuffer, AllocError> {
+        let chunks = zeroed_chunks(chunks_for(len))?;
+        Ok(AlignedBuffer {
+            chunks: Arc::new(chunks),
+            len,
+        })
     }
 
-    /// A buffer holding a copy of `bytes`.
-    pub fn from_bytes(bytes: &[u8]) -> AlignedBuffer {
-        let mut b = AlignedBuffer::zeroed(bytes.len());
-        b.make_mut().copy_from_slice(bytes);
-        b
+    /// A buffer holding a copy of `bytes`, or why it cannot be had.
+    pub fn try_from_bytes(bytes: &[u8]) -> Result<AlignedBuffer, AllocError> {
+        let mut chunks = zeroed_chunks(chunks_for(bytes.len()))?;
+        bytemuck::cast_slice_mut::<Chunk, u8>(&mut chunks)[..bytes.len()].copy_from_slice(bytes);
+        Ok(AlignedBuffer {
+            chunks: Arc::new(chunks),
+            len: bytes.len(),
+        })
     }
 
     /// The bytes.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &bytemuck::cast_slice::<Chunk, u8>(&self.chunks)[..self.len]
     }
 
-    /// The bytes, mutably: in place when unshared, else after copying.
-    pub fn make_mut(&mut self) -> &mut [u8] {
+    /// The bytes, mutably: in place when unshared, else after copying them into a
+    /// fresh buffer (which may fail).
+    #[inline]
+    pub fn make_mut(&mut self) -> Result<&mut [u8], AllocError> {
         if Arc::get_mut(&mut self.chunks).is_none() {
-            self.chunks = Arc::from(&*self.chunks);
+            let mut fresh = zeroed_chunks(self.chunks.len())?;
+            fresh.copy_from_slice(&self.chunks);
+            self.chunks = Arc::new(fresh);
         }
         match Arc::get_mut(&mut self.chunks) {
-            Some(c) => &mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..self.len],
+            Some(c) => Ok(&mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..self.len]),
             // A fresh copy is unshared.
-            None => &mut [],
+            None => Ok(&mut []),
         }
     }
 
@@ -99,25 +160,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buffers_are_aligned_and_zeroed() {
-        for len in [0usize, 1, 63, 64, 65, 1000] {
-            let b = AlignedBuffer::zeroed(len);
+    fn zeroed_buffers_are_aligned_and_zeroed() {
+        for len in [0usize, 1, 63, 64, 65, 1000, 1 << 20] {
+            let b = AlignedBuffer::try_zeroed(len).unwrap();
             assert_eq!(b.len(), len);
             assert!(b.as_bytes().iter().all(|&x| x == 0));
             assert_eq!(b.as_bytes().as_ptr() as usize % BUFFER_ALIGNMENT, 0);
         }
+        let b = AlignedBuffer::try_from_bytes(&[7; 100]).unwrap();
+        assert_eq!(b.as_bytes(), &[7; 100]);
+        assert_eq!(b.as_bytes().as_ptr() as usize % BUFFER_ALIGNMENT, 0);
     }
 
     #[test]
     fn shared_bytes_do_not_copy_and_writes_copy_on_share() {
-        let mut buf = AlignedBuffer::from_bytes(&[1, 2, 3]);
+        let mut buf = AlignedBuffer::try_from_bytes(&[1, 2, 3]).unwrap();
         let bytes = buf.to_bytes();
         assert_eq!(&bytes[..], &[1, 2, 3]);
         assert_eq!(bytes.as_ptr(), buf.as_bytes().as_ptr());
         assert!(!buf.is_unique());
-        buf.make_mut()[0] = 9;
+        buf.make_mut().unwrap()[0] = 9;
         assert_eq!(&bytes[..], &[1, 2, 3], "the shared view is unchanged");
         assert_eq!(buf.as_bytes(), &[9, 2, 3]);
         assert!(buf.is_unique());
+    }
+
+    /// Sizes no machine has used to abort the process in `Arc::new_zeroed_slice`.
+    #[test]
+    fn impossible_sizes_are_errors_not_aborts() {
+        assert_eq!(
+            AlignedBuffer::try_zeroed(usize::MAX).err(),
+            Some(AllocError::CapacityOverflow)
+        );
+        assert_eq!(
+            AlignedBuffer::try_zeroed(isize::MAX as usize).err(),
+            Some(AllocError::CapacityOverflow)
+        );
+        // Half the address space passes the layout check and is refused by the
+        // allocator (no machine has 2^62 bytes to map).
+        assert!(matches!(
+            AlignedBuffer::try_zeroed(1 << 62),
+            Err(AllocError::OutOfMemory { .. })
+        ));
     }
 }

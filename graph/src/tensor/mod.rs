@@ -10,6 +10,13 @@
 //!   when this handle holds the only reference (kernels use that to forward an input
 //!   buffer to their output), and copies first otherwise.
 //! - Boolean storage holds only 0 or 1.
+//! - Allocation sized by user input is fallible: [`Tensor::try_zeros`],
+//!   [`Tensor::try_build`] and every constructor returning `Result` report a
+//!   tensor that cannot be had as `ResourceExhausted` ("OOM when allocating tensor
+//!   with shape [...] and type float: …", TensorFlow's words), never an abort.
+//!   [`Tensor::zeros`], [`Tensor::build`], [`Tensor::vector`] and
+//!   [`Tensor::from_array`] are for sizes the caller controls and abort on an
+//!   allocation failure as `Vec` does.
 
 pub mod buffer;
 pub mod element;
@@ -22,7 +29,7 @@ use bytes::Bytes;
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 
 use crate::{DType, Result, Shape, Status, TensorShape};
-use buffer::AlignedBuffer;
+use buffer::{AlignedBuffer, AllocError};
 pub use element::TensorType;
 
 /// A handle to a resource (variable, queue, stack …) in a device's resource manager,
@@ -89,18 +96,69 @@ fn check_len(shape: &TensorShape, len: usize) -> Result<()> {
     Ok(())
 }
 
+/// TensorFlow's message for a tensor that cannot be allocated: "OOM when
+/// allocating tensor with shape [2,3] and type float: `why`". A kernel's allocator
+/// says where (the device) in `why`; the executor adds the node.
+pub fn oom_status(dtype: DType, shape: &TensorShape, why: impl std::fmt::Display) -> Status {
+    Status::resource_exhausted(format!(
+        "OOM when allocating tensor with shape {shape} and type {dtype}: {why}"
+    ))
+}
+
+/// The bytes of element storage a tensor of `dtype` and `shape` takes (for strings
+/// and resources, their handles), or `None` when that overflows `usize`.
+pub fn storage_bytes(dtype: DType, shape: &TensorShape) -> Option<usize> {
+    let elem = match dtype {
+        DType::String => std::mem::size_of::<Bytes>(),
+        DType::Resource => std::mem::size_of::<ResourceHandle>(),
+        d => d.size(),
+    };
+    shape.checked_num_elements().ok()?.checked_mul(elem)
+}
+
+/// A `Vec` of `n` copies of `value`, or `ResourceExhausted` (as [`oom_status`]
+/// words it, for a tensor of `dtype` and `shape`) when it cannot be allocated.
+fn try_filled_vec<T: Clone>(
+    n: usize,
+    value: T,
+    dtype: DType,
+    shape: &TensorShape,
+) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        let bytes = n.saturating_mul(std::mem::size_of::<T>());
+        oom_status(dtype, shape, AllocError::OutOfMemory { bytes })
+    })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 /// A POD tensor from its bytes (already checked to fit the shape).
-fn pod(dtype: DType, shape: TensorShape, bytes: &[u8]) -> Tensor {
+fn pod(dtype: DType, shape: TensorShape, bytes: &[u8]) -> Result<Tensor> {
     if shape.rank() == 0 && bytes.len() <= 8 {
         let mut bits = 0u64;
         bytemuck::bytes_of_mut(&mut bits)[..bytes.len()].copy_from_slice(bytes);
-        return Tensor(Repr::Scalar { dtype, bits });
+        return Ok(Tensor(Repr::Scalar { dtype, bits }));
     }
-    Tensor(Repr::Shared(Arc::new(TensorData {
-        dtype,
-        shape,
-        storage: Storage::Pod(AlignedBuffer::from_bytes(bytes)),
-    })))
+    let buf = AlignedBuffer::try_from_bytes(bytes).map_err(|e| oom_status(dtype, &shape, e))?;
+    Ok(shared(dtype, shape, Storage::Pod(buf)))
+}
+
+/// [`pod`] for bytes already in memory, whose copy only the allocator can refuse:
+/// then the process aborts, as a `Vec` would.
+fn pod_in_memory(dtype: DType, shape: TensorShape, bytes: &[u8]) -> Tensor {
+    match pod(dtype, shape, bytes) {
+        Ok(t) => t,
+        Err(_) => abort_out_of_memory(bytes.len()),
+    }
+}
+
+/// What std does when an infallible allocation fails.
+#[cold]
+fn abort_out_of_memory(bytes: usize) -> ! {
+    let layout = std::alloc::Layout::from_size_align(bytes, buffer::BUFFER_ALIGNMENT)
+        .unwrap_or(std::alloc::Layout::new::<u8>());
+    std::alloc::handle_alloc_error(layout)
 }
 
 fn shared(dtype: DType, shape: TensorShape, storage: Storage) -> Tensor {
@@ -121,7 +179,7 @@ impl Tensor {
     pub fn from_slice<T: TensorType>(shape: &[usize], data: &[T]) -> Result<Tensor> {
         let shape = TensorShape::new(shape);
         check_len(&shape, data.len())?;
-        Ok(pod(T::DTYPE, shape, T::as_bytes(data)))
+        pod(T::DTYPE, shape, T::as_bytes(data))
     }
 
     /// A rank-0 tensor (stored in the handle: no allocation).
@@ -136,32 +194,70 @@ impl Tensor {
         })
     }
 
-    /// A rank-1 tensor.
+    /// A rank-1 tensor (a copy of memory the caller holds; see the module docs).
     pub fn vector<T: TensorType>(v: &[T]) -> Tensor {
-        pod(T::DTYPE, TensorShape::vector(v.len()), T::as_bytes(v))
+        pod_in_memory(T::DTYPE, TensorShape::vector(v.len()), T::as_bytes(v))
     }
 
-    /// A tensor of zeros (empty strings, default handles) of this dtype and shape.
-    pub fn zeros(dtype: DType, shape: impl Into<TensorShape>) -> Tensor {
+    /// A tensor of zeros (empty strings, default handles) of this dtype and shape,
+    /// or `ResourceExhausted` when it cannot be allocated (its size overflows, or
+    /// the allocator refuses it); see the module docs.
+    pub fn try_zeros(dtype: DType, shape: impl Into<TensorShape>) -> Result<Tensor> {
         let shape = shape.into();
-        let n = shape.num_elements();
+        let Ok(n) = shape.checked_num_elements() else {
+            return Err(oom_status(dtype, &shape, AllocError::CapacityOverflow));
+        };
         match dtype {
-            DType::String => shared(
-                dtype,
-                shape,
-                Storage::Strings(Arc::new(vec![Bytes::new(); n])),
-            ),
-            DType::Resource => shared(
-                dtype,
-                shape,
-                Storage::Resources(Arc::new(vec![ResourceHandle::default(); n])),
-            ),
-            d if shape.rank() == 0 => Tensor(Repr::Scalar { dtype: d, bits: 0 }),
-            d => shared(d, shape, Storage::Pod(AlignedBuffer::zeroed(n * d.size()))),
+            DType::String => {
+                let v = try_filled_vec(n, Bytes::new(), dtype, &shape)?;
+                Ok(shared(dtype, shape, Storage::Strings(Arc::new(v))))
+            }
+            DType::Resource => {
+                let v = try_filled_vec(n, ResourceHandle::default(), dtype, &shape)?;
+                Ok(shared(dtype, shape, Storage::Resources(Arc::new(v))))
+            }
+            d if shape.rank() == 0 => Ok(Tensor(Repr::Scalar { dtype: d, bits: 0 })),
+            d => {
+                let buf = n
+                    .checked_mul(d.size())
+                    .ok_or(AllocError::CapacityOverflow)
+                    .and_then(AlignedBuffer::try_zeroed)
+                    .map_err(|e| oom_status(d, &shape, e))?;
+                Ok(shared(d, shape, Storage::Pod(buf)))
+            }
         }
     }
 
-    /// A tensor of this shape whose elements `fill` writes (they start at zero).
+    /// [`Tensor::try_zeros`] for a shape the caller controls: a tensor that cannot
+    /// be allocated aborts the process, as a `Vec` would (an overflowing shape
+    /// panics). Never for shapes read from input.
+    pub fn zeros(dtype: DType, shape: impl Into<TensorShape>) -> Tensor {
+        let shape = shape.into();
+        match Tensor::try_zeros(dtype, shape.clone()) {
+            Ok(t) => t,
+            Err(e) => match storage_bytes(dtype, &shape) {
+                Some(bytes) => abort_out_of_memory(bytes),
+                None => panic!("Tensor::zeros: {e}"),
+            },
+        }
+    }
+
+    /// A tensor of this shape whose elements `fill` writes (they start at zero), or
+    /// `ResourceExhausted` when it cannot be allocated; `fill` is not called then.
+    pub fn try_build<T: TensorType>(
+        shape: impl Into<TensorShape>,
+        fill: impl FnOnce(&mut [T]),
+    ) -> Result<Tensor> {
+        let mut t = Tensor::try_zeros(T::DTYPE, shape)?;
+        // The fresh tensor is unique and of dtype T, so this view cannot fail.
+        if let Ok(s) = t.as_mut_slice::<T>() {
+            fill(s);
+        }
+        Ok(t)
+    }
+
+    /// [`Tensor::try_build`] for a shape the caller controls, aborting as
+    /// [`Tensor::zeros`] does.
     pub fn build<T: TensorType>(
         shape: impl Into<TensorShape>,
         fill: impl FnOnce(&mut [T]),
@@ -190,11 +286,14 @@ impl Tensor {
                 bytes.len()
             )));
         }
+        let mut t = pod(dtype, shape, bytes)?;
         if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
-            let norm: Vec<u8> = bytes.iter().map(|&b| (b != 0) as u8).collect();
-            return Ok(pod(dtype, shape, &norm));
+            // The fresh tensor is unique: normalised in place, no second copy.
+            for b in t.pod_bytes_mut()? {
+                *b = (*b != 0) as u8;
+            }
         }
-        Ok(pod(dtype, shape, bytes))
+        Ok(t)
     }
 
     /// A string tensor of this shape.
@@ -240,11 +339,12 @@ impl Tensor {
     ) -> Tensor {
         let shape = TensorShape::new(a.shape());
         match a.as_slice() {
-            Some(s) => pod(T::DTYPE, shape, T::as_bytes(s)),
-            None => {
-                let v: Vec<T> = a.iter().copied().collect();
-                pod(T::DTYPE, shape, T::as_bytes(&v))
-            }
+            Some(s) => pod_in_memory(T::DTYPE, shape, T::as_bytes(s)),
+            None => Tensor::build::<T>(shape, |o| {
+                for (o, &v) in o.iter_mut().zip(a.iter()) {
+                    *o = v;
+                }
+            }),
         }
     }
 
@@ -377,15 +477,28 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             return Err(self.type_error(T::DTYPE));
         }
+        Ok(T::cast_mut(self.pod_bytes_mut()?))
+    }
+
+    /// The element bytes of a POD tensor, mutably (copy-on-write). Private: a
+    /// `bool` tensor's bytes must stay 0 or 1.
+    #[inline]
+    fn pod_bytes_mut(&mut self) -> Result<&mut [u8]> {
         match &mut self.0 {
             Repr::Scalar { dtype, bits } => {
                 let n = dtype.size();
-                Ok(T::cast_mut(&mut bytemuck::bytes_of_mut(bits)[..n]))
+                Ok(&mut bytemuck::bytes_of_mut(bits)[..n])
             }
-            Repr::Shared(d) => match &mut Arc::make_mut(d).storage {
-                Storage::Pod(b) => Ok(T::cast_mut(b.make_mut())),
-                _ => Err(Status::internal("POD dtype with non-POD storage")),
-            },
+            Repr::Shared(d) => {
+                let d = Arc::make_mut(d);
+                match &mut d.storage {
+                    Storage::Pod(b) => match b.make_mut() {
+                        Ok(bytes) => Ok(bytes),
+                        Err(e) => Err(oom_status(d.dtype, &d.shape, e)),
+                    },
+                    _ => Err(Status::internal("POD dtype with non-POD storage")),
+                }
+            }
         }
     }
 
@@ -466,10 +579,10 @@ impl Tensor {
                 dtype: *dtype,
                 bits: *bits,
             })),
-            Repr::Scalar { dtype, .. } => Ok(pod(*dtype, shape, self.as_bytes()?)),
+            Repr::Scalar { dtype, .. } => pod(*dtype, shape, self.as_bytes()?),
             Repr::Shared(d) => match &d.storage {
                 Storage::Pod(b) if shape.rank() == 0 && b.len() <= 8 => {
-                    Ok(pod(d.dtype, shape, b.as_bytes()))
+                    pod(d.dtype, shape, b.as_bytes())
                 }
                 storage => Ok(shared(d.dtype, shape, storage.clone())),
             },

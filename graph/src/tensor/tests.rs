@@ -21,7 +21,7 @@ fn scalars_are_inline_and_heap_tensors_share() {
 #[test]
 fn zeroed_buffers_are_zero() {
     for len in [0usize, 1, 63, 64, 65, 4096, 1 << 22] {
-        let b = buffer::AlignedBuffer::zeroed(len);
+        let b = buffer::AlignedBuffer::try_zeroed(len).unwrap();
         assert_eq!(b.as_bytes().len(), len);
         assert!(b.as_bytes().iter().all(|&x| x == 0), "{len} bytes");
     }
@@ -102,4 +102,65 @@ fn equality_is_by_value() {
     assert_eq!(a, b);
     assert_ne!(a, Tensor::vector(&[1.0f64, f64::NAN]));
     assert_ne!(a, a.reshaped([2, 1]).unwrap());
+}
+
+/// An 8 GB … 2^62-byte tensor used to abort in `AlignedBuffer::zeroed`; fallible
+/// constructors now say `ResourceExhausted` in TensorFlow's words.
+#[test]
+fn tensors_that_cannot_be_allocated_are_resource_exhausted() {
+    use crate::Code;
+    for (dtype, dims) in [
+        (DType::F32, vec![1usize << 60]),
+        (DType::F64, vec![1 << 40, 1 << 40]), // the element count overflows
+        (DType::U8, vec![usize::MAX]),
+        (DType::String, vec![1 << 58]),
+        (DType::Resource, vec![1 << 58]),
+    ] {
+        let e = Tensor::try_zeros(dtype, dims.as_slice()).unwrap_err();
+        assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
+        assert!(
+            e.message()
+                .starts_with("OOM when allocating tensor with shape ["),
+            "{e}"
+        );
+        assert!(e.message().contains(&format!("and type {dtype}")), "{e}");
+    }
+    let e = Tensor::try_build::<f32>([1usize << 61], |_| unreachable!()).unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert_eq!(
+        buffer::AlignedBuffer::try_zeroed(usize::MAX).err(),
+        Some(buffer::AllocError::CapacityOverflow)
+    );
+    // Small ones still work, and the same constructors build them.
+    let t = Tensor::try_build::<i32>([2, 2], |o| o.copy_from_slice(&[1, 2, 3, 4])).unwrap();
+    assert_eq!(t, Tensor::new(&[2, 2], vec![1, 2, 3, 4]).unwrap());
+    assert_eq!(
+        Tensor::try_zeros(DType::String, [2])
+            .unwrap()
+            .as_strings()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        storage_bytes(DType::F32, &TensorShape::new(&[3, 5])),
+        Some(60)
+    );
+    assert_eq!(
+        storage_bytes(DType::F32, &TensorShape::new(&[usize::MAX, 2])),
+        None
+    );
+    assert_eq!(
+        TensorShape::new(&[usize::MAX, 2]).num_elements(),
+        usize::MAX
+    );
+    assert_eq!(TensorShape::new(&[usize::MAX, 2, 0]).num_elements(), 0);
+}
+
+#[test]
+fn raw_bools_are_normalised_in_the_one_copy() {
+    let t = Tensor::from_raw_bytes(DType::Bool, &[3], &[0, 7, 1]).unwrap();
+    assert_eq!(t.as_slice::<bool>().unwrap(), &[false, true, true]);
+    let s = Tensor::from_raw_bytes(DType::Bool, &[], &[9]).unwrap();
+    assert!(s.scalar_value::<bool>().unwrap());
 }

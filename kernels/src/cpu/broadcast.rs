@@ -164,15 +164,40 @@ impl BCast {
         }
     }
 
-    /// The input-element index pairs of every output element, in order (for kernels
-    /// that need indices rather than a function, like `Select`).
-    pub fn index_pairs(&self) -> Vec<(usize, usize)> {
-        let n = self.out_shape.num_elements();
-        // Both inputs have at most n elements, so 0..n can stand in for either.
-        let iota: Vec<usize> = (0..n).collect();
-        let mut out = vec![(0usize, 0usize); n];
-        self.apply(&iota, &iota, &mut out, |x, y| (x, y));
-        out
+    /// Writes `out[i] = f(ia, ib)`, the input-element indices of every output
+    /// element, over the broadcast (for elements that are not `Copy`, like
+    /// strings). `out` is sized to the output; nothing else is allocated.
+    pub fn apply_indexed<O>(&self, out: &mut [O], mut f: impl FnMut(usize, usize) -> O) {
+        let r = self.dims.len();
+        if r == 0 {
+            if let Some(o) = out.first_mut() {
+                *o = f(0, 0);
+            }
+            return;
+        }
+        let inner = self.dims[r - 1];
+        if out.is_empty() || inner == 0 {
+            return;
+        }
+        let (sa, sb) = (self.a_strides[r - 1], self.b_strides[r - 1]);
+        let mut idx: Dims = SmallVec::from_elem(0, r - 1);
+        let (mut ao, mut bo) = (0usize, 0usize);
+        for chunk in out.chunks_mut(inner) {
+            for (j, o) in chunk.iter_mut().enumerate() {
+                *o = f(ao + j * sa, bo + j * sb);
+            }
+            for d in (0..r - 1).rev() {
+                idx[d] += 1;
+                ao += self.a_strides[d];
+                bo += self.b_strides[d];
+                if idx[d] < self.dims[d] {
+                    break;
+                }
+                ao -= self.a_strides[d] * self.dims[d];
+                bo -= self.b_strides[d] * self.dims[d];
+                idx[d] = 0;
+            }
+        }
     }
 }
 
@@ -216,11 +241,36 @@ mod tests {
     }
 
     #[test]
-    fn index_pairs_match_apply() {
-        let bc = BCast::new(&[2, 1], &[3]).unwrap();
+    fn apply_indexed_gives_the_index_pairs() {
+        let pairs = |a: &[usize], b: &[usize]| {
+            let bc = BCast::new(a, b).unwrap();
+            let mut out = vec![(9, 9); bc.output_shape().num_elements()];
+            bc.apply_indexed(&mut out, |i, j| (i, j));
+            out
+        };
         assert_eq!(
-            bc.index_pairs(),
+            pairs(&[2, 1], &[3]),
             vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
         );
+        // Middle broadcast [2,1,2] x [3,1], checked against the odometer by hand.
+        assert_eq!(
+            pairs(&[2, 1, 2], &[3, 1]),
+            vec![
+                (0, 0),
+                (1, 0),
+                (0, 1),
+                (1, 1),
+                (0, 2),
+                (1, 2),
+                (2, 0),
+                (3, 0),
+                (2, 1),
+                (3, 1),
+                (2, 2),
+                (3, 2)
+            ]
+        );
+        assert_eq!(pairs(&[], &[]), vec![(0, 0)]);
+        assert_eq!(pairs(&[0, 3], &[3]), vec![]);
     }
 }

@@ -53,7 +53,7 @@ impl OpKernel for DecodeRawKernel {
         let str_size = str_size.unwrap_or(0);
         if str_size == 0 {
             dims.push(0);
-            let out = Tensor::zeros(self.dtype, TensorShape::new(&dims));
+            let out = ctx.allocate(self.dtype, TensorShape::new(&dims))?;
             return ctx.set_output(0, out);
         }
         if size == 0 || !str_size.is_multiple_of(size) {

@@ -4,6 +4,8 @@
 
 use graph::{DType, Result, Status, Tensor, TensorShape};
 
+use crate::allocator::Allocator;
+
 /// The shape of one row of `t` (its dims after the first).
 pub fn row_shape(t: &Tensor) -> TensorShape {
     TensorShape::new(t.dims().get(1..).unwrap_or(&[]))
@@ -101,8 +103,9 @@ pub fn stack_elements(elements: &[Tensor]) -> Result<Tensor> {
     stack_rows(&parts)
 }
 
-/// Pads `t` to `shape` (each dim ≥ `t`'s) with zeros or empty strings.
-pub fn pad_to(t: &Tensor, shape: &TensorShape) -> Result<Tensor> {
+/// Pads `t` to `shape` (each dim ≥ `t`'s) with zeros or empty strings, in a
+/// tensor from `alloc`.
+pub fn pad_to(alloc: Allocator<'_>, t: &Tensor, shape: &TensorShape) -> Result<Tensor> {
     if t.shape() == shape {
         return Ok(t.clone());
     }
@@ -132,19 +135,20 @@ pub fn pad_to(t: &Tensor, shape: &TensorShape) -> Result<Tensor> {
             index[d] = 0;
         }
     }
+    alloc.check(t.dtype(), shape)?;
     match t.dtype() {
         DType::String => {
-            let src = t.as_strings()?;
-            let mut v = vec![bytes::Bytes::new(); shape.num_elements()];
+            let mut out = alloc.zeros(DType::String, shape.clone())?;
+            let (src, dst) = (t.as_strings()?, out.as_strings_mut()?);
             for (k, &o) in offsets.iter().enumerate() {
-                v[o] = src[k].clone();
+                dst[o] = src[k].clone();
             }
-            Tensor::from_strings(shape.dims(), v)
+            Ok(out)
         }
         d if d.is_pod() => {
             let size = d.size();
             let src = t.as_bytes()?;
-            let mut v = vec![0u8; shape.num_elements() * size];
+            let mut v = alloc.vec(shape.num_elements() * size, 0u8)?;
             for (k, &o) in offsets.iter().enumerate() {
                 v[o * size..(o + 1) * size].copy_from_slice(&src[k * size..(k + 1) * size]);
             }
@@ -175,13 +179,14 @@ mod tests {
         let e = stack_elements(&[Tensor::scalar(1.5f32), Tensor::scalar(2.5f32)]).unwrap();
         assert_eq!(e, Tensor::vector(&[1.5f32, 2.5]));
         let p = pad_to(
+            Allocator::unlimited(),
             &Tensor::new(&[1, 2], vec![1i32, 2]).unwrap(),
             &TensorShape::new(&[2, 3]),
         )
         .unwrap();
         assert_eq!(p, Tensor::new(&[2, 3], vec![1i32, 2, 0, 0, 0, 0]).unwrap());
         let s = Tensor::from_strings(&[1], vec!["x"]).unwrap();
-        let ps = pad_to(&s, &TensorShape::new(&[2])).unwrap();
+        let ps = pad_to(Allocator::unlimited(), &s, &TensorShape::new(&[2])).unwrap();
         assert_eq!(ps.as_strings().unwrap()[1], bytes::Bytes::new());
     }
 }

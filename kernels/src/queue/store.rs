@@ -14,6 +14,8 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use graph::{Result, Status, Tensor, TensorShape};
 
+use crate::allocator::{default_max_allocation_bytes, Allocator};
+
 use super::rows::{as_batch_of_one, num_rows, pad_to, row, stack_elements, stack_rows};
 
 /// A tuple of component tensors.
@@ -261,9 +263,15 @@ impl ElementStore for PaddingStore {
                 }
             }
             let target = TensorShape::new(&max);
+            // The batch may be far larger than the elements (shapes [n, 1] and
+            // [1, n] pad to [n, n]): check it before padding anything.
+            let mut batch = TensorShape::vector(picked.len());
+            max.iter().for_each(|&d| batch.push(d));
+            let alloc = Allocator::new("the queue's host", default_max_allocation_bytes());
+            alloc.check(picked[0][c].dtype(), &batch)?;
             let padded: Vec<Tensor> = picked
                 .iter()
-                .map(|e| pad_to(&e[c], &target))
+                .map(|e| pad_to(alloc, &e[c], &target))
                 .collect::<Result<_>>()?;
             out.push(stack_elements(&padded)?);
         }

@@ -7,12 +7,14 @@ use std::marker::PhantomData;
 use graph::{DType, Result, Status, Tensor, TensorShape};
 
 use super::elems::{dispatch_elem, int_scalar, Elem, INDEX_DTYPES};
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
 /// Concatenates `parts` (each `[outer, rows[i]]`) row by row into a new tensor of
 /// `shape`.
 fn concat_rows<E: Elem>(
+    alloc: Allocator<'_>,
     dtype: DType,
     shape: TensorShape,
     parts: &[&[E]],
@@ -20,7 +22,7 @@ fn concat_rows<E: Elem>(
     outer: usize,
 ) -> Result<Tensor> {
     let out_row: usize = rows.iter().sum();
-    E::build(dtype, shape, |o| {
+    E::build(alloc, dtype, shape, |o| {
         if o.len() != outer * out_row {
             return Err(Status::internal("concat: output size mismatch"));
         }
@@ -107,6 +109,7 @@ impl<E: Elem> OpKernel for ConcatKernel<E> {
             .map(|v| v.dims()[axis..].iter().product())
             .collect();
         let out = concat_rows::<E>(
+            ctx.allocator(),
             values[0].dtype(),
             TensorShape::from(dims),
             &parts,
@@ -160,6 +163,7 @@ impl<E: Elem> OpKernel for PackKernel<E> {
         let row: usize = first.dims()[axis..].iter().product();
         let parts: Vec<&[E]> = values.iter().map(|v| E::view(v)).collect::<Result<_>>()?;
         let out = concat_rows::<E>(
+            ctx.allocator(),
             first.dtype(),
             TensorShape::from(dims),
             &parts,

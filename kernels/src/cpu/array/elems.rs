@@ -11,14 +11,18 @@ use bytes::Bytes;
 use graph::{DType, ResourceHandle, Result, Status, Tensor, TensorShape, TensorType};
 use smallvec::SmallVec;
 
+use crate::allocator::Allocator;
+
 /// An element type the data-movement kernels copy (see the module docs).
 pub trait Elem: Clone + Default + Send + Sync + 'static {
     /// The elements of `t`, whose dtype belongs to this storage class.
     fn view(t: &Tensor) -> Result<&[Self]>;
 
-    /// A new tensor of `dtype` and `shape` (elements start at zero, empty or
-    /// default) whose elements `fill` writes.
+    /// A new tensor of `dtype` and `shape` from `alloc` (elements start at zero,
+    /// empty or default) whose elements `fill` writes; `ResourceExhausted` when it
+    /// cannot be had.
     fn build(
+        alloc: Allocator<'_>,
         dtype: DType,
         shape: TensorShape,
         fill: impl FnOnce(&mut [Self]) -> Result<()>,
@@ -51,11 +55,11 @@ macro_rules! word_elem {
                     .map_err(|e| Status::internal(format!("misaligned tensor storage: {e}")))
             }
 
-            fn build(dtype: DType, shape: TensorShape, fill: impl FnOnce(&mut [Self]) -> Result<()>) -> Result<Tensor> {
+            fn build(alloc: Allocator<'_>, dtype: DType, shape: TensorShape, fill: impl FnOnce(&mut [Self]) -> Result<()>) -> Result<Tensor> {
                 if dtype.size() != std::mem::size_of::<$t>() || dtype == DType::Bool {
                     return Err(Status::internal(format!("{dtype} elements built as {}", stringify!($t))));
                 }
-                let mut t = Tensor::zeros(dtype, shape);
+                let mut t = alloc.zeros(dtype, shape)?;
                 let words = bytemuck::try_cast_slice_mut(pod_bytes_mut(&mut t)?)
                     .map_err(|e| Status::internal(format!("misaligned tensor storage: {e}")))?;
                 fill(words)?;
@@ -73,11 +77,12 @@ impl Elem for bool {
     }
 
     fn build(
+        alloc: Allocator<'_>,
         dtype: DType,
         shape: TensorShape,
         fill: impl FnOnce(&mut [Self]) -> Result<()>,
     ) -> Result<Tensor> {
-        let mut t = Tensor::zeros(dtype, shape);
+        let mut t = alloc.zeros(dtype, shape)?;
         fill(t.as_mut_slice::<bool>()?)?;
         Ok(t)
     }
@@ -89,11 +94,12 @@ impl Elem for Bytes {
     }
 
     fn build(
+        alloc: Allocator<'_>,
         dtype: DType,
         shape: TensorShape,
         fill: impl FnOnce(&mut [Self]) -> Result<()>,
     ) -> Result<Tensor> {
-        let mut t = Tensor::zeros(dtype, shape);
+        let mut t = alloc.zeros(dtype, shape)?;
         fill(t.as_strings_mut()?)?;
         Ok(t)
     }
@@ -105,6 +111,7 @@ impl Elem for ResourceHandle {
     }
 
     fn build(
+        alloc: Allocator<'_>,
         dtype: DType,
         shape: TensorShape,
         fill: impl FnOnce(&mut [Self]) -> Result<()>,
@@ -114,7 +121,8 @@ impl Elem for ResourceHandle {
                 "{dtype} elements built as resource handles"
             )));
         }
-        let mut v = vec![ResourceHandle::default(); shape.checked_num_elements()?];
+        alloc.check(dtype, &shape)?;
+        let mut v = alloc.vec(shape.num_elements(), ResourceHandle::default())?;
         fill(&mut v)?;
         Tensor::from_resource_handles(shape.dims(), v)
     }
@@ -303,10 +311,15 @@ mod tests {
         let t = Tensor::vector(&[1.5f32, -2.0]);
         let w = <u32 as Elem>::view(&t).unwrap();
         assert_eq!(w, &[1.5f32.to_bits(), (-2.0f32).to_bits()]);
-        let b = <u32 as Elem>::build(DType::F32, TensorShape::vector(2), |o| {
-            o.copy_from_slice(&[w[1], w[0]]);
-            Ok(())
-        })
+        let b = <u32 as Elem>::build(
+            Allocator::unlimited(),
+            DType::F32,
+            TensorShape::vector(2),
+            |o| {
+                o.copy_from_slice(&[w[1], w[0]]);
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(b, Tensor::vector(&[-2.0f32, 1.5]));
         assert!(<u64 as Elem>::view(&t).is_err());

@@ -39,7 +39,7 @@ impl<E: Elem> OpKernel for FillKernel<E> {
             .first()
             .cloned()
             .ok_or_else(|| Status::internal("Fill value has no element"))?;
-        let out = E::build(value.dtype(), shape, |o| {
+        let out = E::build(ctx.allocator(), value.dtype(), shape, |o| {
             o.fill(v);
             Ok(())
         })?;
@@ -57,7 +57,7 @@ struct ZerosLikeKernel;
 impl OpKernel for ZerosLikeKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.input(0)?;
-        let out = Tensor::zeros(x.dtype(), x.shape().clone());
+        let out = ctx.allocate(x.dtype(), x.shape().clone())?;
         ctx.set_output(0, out)
     }
 }
@@ -70,7 +70,7 @@ struct OnesLikeKernel<E> {
 impl<E: Elem> OpKernel for OnesLikeKernel<E> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.input(0)?;
-        let out = E::build(x.dtype(), x.shape().clone(), |o| {
+        let out = E::build(ctx.allocator(), x.dtype(), x.shape().clone(), |o| {
             o.fill(self.one.clone());
             Ok(())
         })?;
@@ -153,7 +153,7 @@ impl<E: Elem, I: IndexElem> OpKernel for OneHotKernel<E, I> {
         let idx = indices.as_slice::<I>()?;
         let suffix: usize = indices.dims()[axis..].iter().product();
         let depth = depth as usize;
-        let out = E::build(ctx.input(2)?.dtype(), shape, |o| {
+        let out = E::build(ctx.allocator(), ctx.input(2)?.dtype(), shape, |o| {
             o.fill(off);
             if suffix == 0 {
                 return Ok(());

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{DType, Result, Status, Tensor, TensorShape, TensorType};
+use graph::{DType, Result, Status, TensorShape, TensorType};
 
 use super::elems::{
     coords_string, dispatch_elem, dispatch_index, int_scalar, Elem, IndexElem, INDEX_DTYPES,
@@ -123,10 +123,10 @@ impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
             )));
         }
         if shape.num_elements() == 0 {
-            return ctx.set_output(0, Tensor::zeros(params.dtype(), shape));
+            return ctx.set_output(0, ctx.allocate(params.dtype(), shape)?);
         }
         let src = E::view(params)?;
-        let out = E::build(params.dtype(), shape, |o| {
+        let out = E::build(ctx.allocator(), params.dtype(), shape, |o| {
             for b in 0..batch {
                 let bidx = &idx[b * per_batch..(b + 1) * per_batch];
                 for q in 0..outer {
@@ -170,7 +170,7 @@ impl<T: TensorType> OpKernel for WhereKernel<T> {
         let count = v.iter().filter(|e| nonzero(e)).count();
         let dims = x.dims();
         let r = dims.len();
-        let out = Tensor::build::<i64>([count, r], |o| {
+        let out = ctx.allocator().build::<i64>([count, r], |o| {
             let mut coord = vec![0i64; r];
             let mut rows = o.chunks_mut(r.max(1));
             for e in v {
@@ -188,7 +188,7 @@ impl<T: TensorType> OpKernel for WhereKernel<T> {
                 }
             }
         });
-        ctx.set_output(0, out)
+        ctx.set_output(0, out?)
     }
 }
 

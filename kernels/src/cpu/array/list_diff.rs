@@ -86,12 +86,17 @@ impl<E: Elem> OpKernel for ListDiffKernel<E> {
             .map(|(i, _)| i)
             .collect();
         let src = E::view(x)?;
-        let out = E::build(self.dtype, TensorShape::vector(kept.len()), |o| {
-            for (slot, &i) in o.iter_mut().zip(&kept) {
-                *slot = src[i].clone();
-            }
-            Ok(())
-        })?;
+        let out = E::build(
+            ctx.allocator(),
+            self.dtype,
+            TensorShape::vector(kept.len()),
+            |o| {
+                for (slot, &i) in o.iter_mut().zip(&kept) {
+                    *slot = src[i].clone();
+                }
+                Ok(())
+            },
+        )?;
         let idx = match self.out_idx {
             DType::I64 => Tensor::vector(&kept.iter().map(|&i| i as i64).collect::<Vec<_>>()),
             _ => Tensor::vector(&kept.iter().map(|&i| i as i32).collect::<Vec<_>>()),

@@ -170,27 +170,32 @@ impl<E: Elem> OpKernel for MatrixDiagKernel<E> {
         let src = E::view(diagonal)?;
         let (rows, cols) = (num_rows as usize, num_cols as usize);
         let per_batch = (num_diags * max_len) as usize;
-        let out = E::build(self.dtype, TensorShape::new(&out_dims), |o| {
-            for b in 0..batch {
-                for r in 0..rows {
-                    for c in 0..cols {
-                        let d = c as i64 - r as i64;
-                        let slot = &mut o[(b * rows + r) * cols + c];
-                        if d < lower || d > upper {
-                            *slot = padding.clone();
-                            continue;
+        let out = E::build(
+            ctx.allocator(),
+            self.dtype,
+            TensorShape::new(&out_dims),
+            |o| {
+                for b in 0..batch {
+                    for r in 0..rows {
+                        for c in 0..cols {
+                            let d = c as i64 - r as i64;
+                            let slot = &mut o[(b * rows + r) * cols + c];
+                            if d < lower || d > upper {
+                                *slot = padding.clone();
+                                continue;
+                            }
+                            let offset = self.content_offset(d, max_len, num_rows, num_cols);
+                            let in_diag = c as i64 - d.max(0) + offset;
+                            let at = b * per_batch + ((upper - d) * max_len + in_diag) as usize;
+                            *slot = src.get(at).cloned().ok_or_else(|| {
+                                Status::internal(format!("diagonal element {at} out of range"))
+                            })?;
                         }
-                        let offset = self.content_offset(d, max_len, num_rows, num_cols);
-                        let in_diag = c as i64 - d.max(0) + offset;
-                        let at = b * per_batch + ((upper - d) * max_len + in_diag) as usize;
-                        *slot = src.get(at).cloned().ok_or_else(|| {
-                            Status::internal(format!("diagonal element {at} out of range"))
-                        })?;
                     }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         ctx.set_output(0, out)
     }
 }

@@ -55,7 +55,7 @@ impl<E: Elem> OpKernel for TileKernel<E> {
         let shape = TensorShape::from(out);
         shape.checked_num_elements()?;
         let src = E::view(&input)?;
-        let t = E::build(input.dtype(), shape, |o| {
+        let t = E::build(ctx.allocator(), input.dtype(), shape, |o| {
             tile_into(src, input.dims(), &mu, o)
         })?;
         ctx.set_output(0, t)
@@ -111,10 +111,12 @@ impl<E: Elem> OpKernel for BroadcastToKernel<E> {
             )));
         }
         if out.num_elements() == 0 {
-            return ctx.set_output(0, Tensor::zeros(input.dtype(), out));
+            return ctx.set_output(0, ctx.allocate(input.dtype(), out)?);
         }
         let src = E::view(&input)?;
-        let t = E::build(input.dtype(), out, |o| tile_into(src, &in_dims, &mult, o))?;
+        let t = E::build(ctx.allocator(), input.dtype(), out, |o| {
+            tile_into(src, &in_dims, &mult, o)
+        })?;
         ctx.set_output(0, t)
     }
 }
@@ -192,7 +194,7 @@ impl<E: Elem> OpKernel for PadKernel<E> {
         let dst = signed_strides(&out);
         let src_strides = signed_strides(input.dims());
         let src = E::view(&input)?;
-        let t = E::build(input.dtype(), shape, |o| {
+        let t = E::build(ctx.allocator(), input.dtype(), shape, |o| {
             o.fill(value);
             strided_copy(
                 input.dims(),
@@ -276,7 +278,7 @@ impl<E: Elem> OpKernel for MirrorPadKernel<E> {
             .collect();
         let src = E::view(&input)?;
         let in_strides = strides_of(input.dims());
-        let t = E::build(input.dtype(), shape, |o| {
+        let t = E::build(ctx.allocator(), input.dtype(), shape, |o| {
             if r == 0 || out[r - 1] == 0 {
                 return Ok(());
             }

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use graph::ops::array::strided_slice_spec::{
     check_arg_shapes, validate_strided_slice, StridedSliceInfo, StridedSliceMasks,
 };
-use graph::{DType, Result, Status, Tensor, TensorShape};
+use graph::{DType, Result, Status, TensorShape};
 use smallvec::SmallVec;
 
 use super::copy::{signed_strides, strided_copy, Layout};
@@ -91,7 +91,7 @@ impl<E: Elem> OpKernel for SliceKernel<E> {
         }
         let shape = TensorShape::from(out.clone());
         if shape.num_elements() == 0 {
-            return ctx.set_output(0, Tensor::zeros(input.dtype(), shape));
+            return ctx.set_output(0, ctx.allocate(input.dtype(), shape)?);
         }
         if r > MAX_SLICE_RANK {
             return Err(Status::unimplemented(
@@ -102,7 +102,7 @@ impl<E: Elem> OpKernel for SliceKernel<E> {
         let (base, strides) = box_layout(input.dims(), &begin, &ones)?;
         let dst = signed_strides(&out);
         let src = E::view(&input)?;
-        let t = E::build(input.dtype(), shape, |o| {
+        let t = E::build(ctx.allocator(), input.dtype(), shape, |o| {
             strided_copy(
                 &out,
                 src,
@@ -166,7 +166,7 @@ impl<E: Elem> OpKernel for StridedSliceKernel<E> {
         }
         let processing = info.processing_tensor_shape()?;
         if processing.num_elements() == 0 {
-            return ctx.set_output(0, Tensor::zeros(input.dtype(), final_shape));
+            return ctx.set_output(0, ctx.allocate(input.dtype(), final_shape)?);
         }
         if input.rank() > MAX_SLICE_RANK {
             return Err(Status::unimplemented(format!(
@@ -178,7 +178,7 @@ impl<E: Elem> OpKernel for StridedSliceKernel<E> {
         let pdims = processing.dims();
         let dst = signed_strides(pdims);
         let src = E::view(&input)?;
-        let t = E::build(input.dtype(), final_shape, |o| {
+        let t = E::build(ctx.allocator(), input.dtype(), final_shape, |o| {
             strided_copy(
                 pdims,
                 src,
@@ -237,7 +237,7 @@ impl<E: Elem> OpKernel for StridedSliceGradKernel<E> {
             (0, SmallVec::new())
         };
         let dense = signed_strides(&pdims);
-        let t = E::build(dy.dtype(), input_shape, |o| {
+        let t = E::build(ctx.allocator(), dy.dtype(), input_shape, |o| {
             if pdims.iter().product::<usize>() == 0 {
                 return Ok(());
             }

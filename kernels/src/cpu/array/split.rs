@@ -7,11 +7,13 @@ use std::marker::PhantomData;
 use graph::{DType, Result, Status, Tensor, TensorShape};
 
 use super::elems::{dispatch_elem, int_scalar, int_values, Elem};
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
 /// Cuts `src` (`[outer, Σ rows]`) into pieces `[outer, rows[i]]` of `shapes[i]`.
 fn split_rows<E: Elem>(
+    alloc: Allocator<'_>,
     dtype: DType,
     src: &[E],
     outer: usize,
@@ -25,7 +27,7 @@ fn split_rows<E: Elem>(
     let mut start = 0;
     let mut out = Vec::with_capacity(rows.len());
     for (&row, shape) in rows.iter().zip(shapes) {
-        let t = E::build(dtype, shape, |o| {
+        let t = E::build(alloc, dtype, shape, |o| {
             if o.len() != outer * row {
                 return Err(Status::internal("split: output size mismatch"));
             }
@@ -74,7 +76,14 @@ fn emit_split<E: Elem>(
             TensorShape::from(d)
         })
         .collect();
-    let pieces = split_rows::<E>(value.dtype(), E::view(value)?, outer, &rows, shapes)?;
+    let pieces = split_rows::<E>(
+        ctx.allocator(),
+        value.dtype(),
+        E::view(value)?,
+        outer,
+        &rows,
+        shapes,
+    )?;
     for (i, p) in pieces.into_iter().enumerate() {
         ctx.set_output(i, p)?;
     }
@@ -233,6 +242,7 @@ impl<E: Elem> OpKernel for UnpackKernel<E> {
         let row: usize = dims[axis..].iter().product();
         let shapes = vec![TensorShape::from(dims); num];
         let pieces = split_rows::<E>(
+            ctx.allocator(),
             value.dtype(),
             E::view(&value)?,
             outer,

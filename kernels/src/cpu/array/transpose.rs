@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 
 use super::copy::{signed_strides, strided_copy, Layout};
 use super::elems::{dispatch_elem, int_values, Elem, INDEX_DTYPES};
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -44,7 +45,11 @@ pub fn check_permutation(perm: &[i64], dims: usize) -> Result<SmallVec<[usize; 8
 }
 
 /// `x` permuted by `perm` (canonical): a view when only unit dimensions move.
-pub fn transpose_tensor<E: Elem>(x: &Tensor, perm: &[usize]) -> Result<Tensor> {
+pub fn transpose_tensor<E: Elem>(
+    alloc: Allocator<'_>,
+    x: &Tensor,
+    perm: &[usize],
+) -> Result<Tensor> {
     let in_dims = x.dims();
     let out_dims: Vec<usize> = perm.iter().map(|&p| in_dims[p]).collect();
     let moved: Vec<usize> = perm.iter().copied().filter(|&p| in_dims[p] != 1).collect();
@@ -55,7 +60,7 @@ pub fn transpose_tensor<E: Elem>(x: &Tensor, perm: &[usize]) -> Result<Tensor> {
     let src_strides: SmallVec<[isize; 8]> = perm.iter().map(|&p| in_strides[p]).collect();
     let dst_strides = signed_strides(&out_dims);
     let src = E::view(x)?;
-    E::build(x.dtype(), TensorShape::from(out_dims.clone()), |o| {
+    E::build(alloc, x.dtype(), TensorShape::from(out_dims.clone()), |o| {
         strided_copy(
             &out_dims,
             src,
@@ -87,7 +92,7 @@ impl<E: Elem> OpKernel for TransposeKernel<E> {
         let perm = int_values(perm_t)?;
         let x = ctx.take_input(0)?;
         let perm = check_permutation(&perm, x.rank())?;
-        let out = transpose_tensor::<E>(&x, &perm)?;
+        let out = transpose_tensor::<E>(ctx.allocator(), &x, &perm)?;
         ctx.set_output(0, out)
     }
 }
@@ -145,7 +150,7 @@ impl<E: Elem> OpKernel for ReverseKernel<E> {
             }
         }
         let src = E::view(&x)?;
-        let out = E::build(x.dtype(), x.shape().clone(), |o| {
+        let out = E::build(ctx.allocator(), x.dtype(), x.shape().clone(), |o| {
             strided_copy(
                 &dims,
                 src,

@@ -1,11 +1,12 @@
 //! Reading and writing the checkpoint file format (specified in the parent
 //! module's docs): [`write_checkpoint`] streams tensors to any writer,
 //! [`CheckpointReader`] loads and verifies a whole file, [`read_index`] lists a
-//! file's tensors (name, dtype, shape) without loading or verifying their data.
+//! file's tensors (name, dtype, shape) without loading or verifying their data,
+//! and [`reseal`] recomputes the checksums of damaged bytes (for fuzzing).
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -453,6 +454,41 @@ fn decode(info: &TensorInfo, data: Bytes) -> Result<Tensor> {
     }
 }
 
+/// Rewrites the checksums of (possibly damaged) checkpoint bytes in place: each
+/// record's CRC, as far as the record lengths can be followed, and the footer's
+/// payload length and file CRC; nothing else changes. For fuzzing and mutation
+/// tests, so that the reader's structural checks see damage that a checksum would
+/// otherwise catch first. Bytes too short for a header and footer are left alone.
+pub fn reseal(bytes: &mut [u8]) {
+    let Some(payload_len) = bytes.len().checked_sub(FOOTER_LEN) else {
+        return;
+    };
+    if payload_len < HEADER_LEN {
+        return;
+    }
+    let count = u64::from_le_bytes(bytes[16..24].try_into().unwrap_or([0; 8]));
+    let mut pos = HEADER_LEN;
+    for _ in 0..count {
+        let Some(len) = bytes.get(pos..pos + 8) else {
+            break;
+        };
+        let body = u64::from_le_bytes(len.try_into().unwrap_or([0; 8]));
+        let crc_at = usize::try_from(body)
+            .ok()
+            .and_then(|b| b.checked_add(pos + 8))
+            .filter(|&c| c + 4 <= payload_len);
+        let Some(crc_at) = crc_at else {
+            break;
+        };
+        let crc = crc32c::crc32c(&bytes[pos..crc_at]);
+        bytes[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        pos = crc_at + 4;
+    }
+    let file_crc = crc32c::crc32c(&bytes[..payload_len]);
+    bytes[payload_len..payload_len + 8].copy_from_slice(&(payload_len as u64).to_le_bytes());
+    bytes[payload_len + 8..payload_len + 12].copy_from_slice(&file_crc.to_le_bytes());
+}
+
 /// Lists the tensors of the checkpoint at `path` from their records' metadata,
 /// seeking past the data: cheap for large files, but checksums are not verified
 /// (a later [`CheckpointReader::open`] does that). Structural damage is
@@ -464,7 +500,16 @@ pub fn read_index(path: impl AsRef<Path>) -> Result<Vec<TensorInfo>> {
     };
     let file = File::open(path).map_err(io)?;
     let file_len = file.metadata().map_err(io)?.len();
-    let mut r = BufReader::new(file);
+    read_index_from(path, file, file_len)
+}
+
+/// [`read_index`] over `file_len` bytes read from `r` (positioned at their
+/// start); `path` names them in errors.
+pub fn read_index_from(path: &Path, r: impl Read + Seek, file_len: u64) -> Result<Vec<TensorInfo>> {
+    let mut r = BufReader::new(r);
+    let io = |e: std::io::Error| {
+        Status::from(e).context(format!("reading checkpoint {}", path.display()))
+    };
     let mut header = [0u8; HEADER_LEN];
     if file_len < (HEADER_LEN + FOOTER_LEN) as u64 {
         return Err(corrupt(path, format!("only {file_len} bytes")));
@@ -474,7 +519,10 @@ pub fn read_index(path: impl AsRef<Path>) -> Result<Vec<TensorInfo>> {
     if version != VERSION {
         // Only the file checksum tells a newer format from a damaged version
         // field: the full read decides (`Unimplemented` or `DataLoss`).
-        return Err(CheckpointReader::open(path)
+        r.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut all = Vec::new();
+        r.take(file_len).read_to_end(&mut all).map_err(io)?;
+        return Err(CheckpointReader::parse(path, Bytes::from(all))
             .err()
             .unwrap_or_else(|| unsupported(path, version)));
     }
@@ -485,8 +533,10 @@ pub fn read_index(path: impl AsRef<Path>) -> Result<Vec<TensorInfo>> {
         r.read_exact(&mut len)
             .map_err(|_| corrupt(path, format!("record {i} of {count} is missing")))?;
         let body_len = u64::from_le_bytes(len);
-        let end = pos
-            .checked_add(8 + body_len + 4)
+        // A damaged length may be near u64::MAX: no unchecked sum.
+        let end = body_len
+            .checked_add(8 + 4)
+            .and_then(|l| pos.checked_add(l))
             .filter(|&e| e <= file_len - FOOTER_LEN as u64)
             .ok_or_else(|| corrupt(path, format!("record {i} runs past the end")))?;
         let meta_len = body_len.min(MAX_META_LEN as u64) as usize;

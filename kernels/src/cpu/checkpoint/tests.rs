@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use graph::{bf16, f16, Code, DType, NodeDef, Tensor};
 
 use crate::cpu::checkpoint::atomic::write_atomically;
-use crate::cpu::checkpoint::format::{read_index, write_checkpoint, CheckpointReader};
+use crate::cpu::checkpoint::format::{
+    read_index, read_index_from, reseal, write_checkpoint, CheckpointReader, HEADER_LEN,
+};
 use crate::testutil::run_node;
 
 fn scratch(name: &str) -> PathBuf {
@@ -169,6 +171,44 @@ fn a_newer_version_is_unimplemented_not_corruption() {
     std::fs::write(&p, &b).unwrap();
     assert_eq!(read_index(&p).unwrap_err().code(), Code::DataLoss);
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Damage the checksums would catch first, resealed so the structural checks see
+/// it: a record length near u64::MAX (an unchecked sum in `read_index` used to
+/// overflow), dims whose product overflows, a huge name length. Each is
+/// `DataLoss` from both readers; resealing intact bytes changes nothing.
+#[test]
+fn resealed_structural_damage_is_data_loss_in_both_readers() {
+    let mut good = Vec::new();
+    let tensors = samples();
+    let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    write_checkpoint(&mut good, &refs).unwrap();
+    let mut same = good.clone();
+    reseal(&mut same);
+    assert_eq!(same, good);
+    let path = Path::new("mem.ckpt");
+    let index = |b: &[u8]| read_index_from(path, std::io::Cursor::new(b), b.len() as u64);
+    assert_eq!(index(&good).unwrap().len(), tensors.len());
+    // The first record starts after the header: length, name_len, name, dtype,
+    // rank, dims.
+    let first = HEADER_LEN;
+    let name_len = u32::from_le_bytes(good[first + 8..first + 12].try_into().unwrap()) as usize;
+    let rank_at = first + 12 + name_len + 4;
+    let cases: [(usize, Vec<u8>); 4] = [
+        (first, (u64::MAX - 3).to_le_bytes().to_vec()),
+        (first, (u64::MAX).to_le_bytes().to_vec()),
+        (first + 8, u32::MAX.to_le_bytes().to_vec()),
+        (rank_at, 255u32.to_le_bytes().to_vec()),
+    ];
+    for (at, patch) in cases {
+        let mut b = good.clone();
+        b[at..at + patch.len()].copy_from_slice(&patch);
+        reseal(&mut b);
+        let e = CheckpointReader::parse(path, b.clone().into()).unwrap_err();
+        assert_eq!(e.code(), Code::DataLoss, "{e}");
+        let e = index(&b).unwrap_err();
+        assert_eq!(e.code(), Code::DataLoss, "{e}");
+    }
 }
 
 #[test]

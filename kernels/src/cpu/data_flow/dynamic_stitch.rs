@@ -74,7 +74,7 @@ impl<E: Elem> OpKernel for DynamicStitchKernel<E> {
         let (indices, data) = inputs.split_at(n);
         let (shape, slice) = merged_shape(indices, data)?;
         let rows = shape.dim(0);
-        let out = E::build(self.dtype, shape, |out| {
+        let out = E::build(ctx.allocator(), self.dtype, shape, |out| {
             for (ind, dat) in indices.iter().zip(data) {
                 let src = E::view(dat)?;
                 for (i, &k) in ind.as_slice::<i32>()?.iter().enumerate() {

@@ -66,7 +66,7 @@ impl<T: GemmScalar> OpKernel for GemmKernel<T> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (x, y) = (ctx.input(0)?, ctx.input(1)?);
         let plan = self.attrs.plan(x, y)?;
-        let mut out = Tensor::zeros(T::DTYPE, plan.out_shape().clone());
+        let mut out = ctx.allocate(T::DTYPE, plan.out_shape().clone())?;
         if !plan.is_trivial() {
             let dst = out.as_mut_slice::<T>()?;
             gemm::batched_gemm(&plan, x.as_slice::<T>()?, y.as_slice::<T>()?, dst)?;
@@ -89,7 +89,7 @@ impl<A: Lift<C>, B: Lift<C>, C: Accum, O: Lower<C>> OpKernel for LoopKernel<A, B
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (x, y) = (ctx.input(0)?, ctx.input(1)?);
         let plan = self.attrs.plan(x, y)?;
-        let mut out = Tensor::zeros(O::DTYPE, plan.out_shape().clone());
+        let mut out = ctx.allocate(O::DTYPE, plan.out_shape().clone())?;
         if !plan.is_trivial() {
             let dst = out.as_mut_slice::<O>()?;
             naive::batched_loop::<A, B, C, O>(&plan, x.as_slice()?, y.as_slice()?, dst)?;

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use graph::ops::RangeElem;
 use graph::{DType, Result, Status, Tensor};
 
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 
 /// The kernel of `Range` over `T`.
@@ -27,21 +28,18 @@ fn scalar_arg<T: RangeElem>(t: &Tensor, what: &str) -> Result<T> {
 }
 
 /// `Range(start, limit, delta)` as a tensor.
-pub fn range_tensor<T: RangeElem>(start: T, limit: T, delta: T) -> Result<Tensor> {
+pub fn range_tensor<T: RangeElem>(
+    alloc: Allocator<'_>,
+    start: T,
+    limit: T,
+    delta: T,
+) -> Result<Tensor> {
     let size = T::range_size(start, limit, delta)?;
-    if size
-        .checked_mul(std::mem::size_of::<T>())
-        .is_none_or(|b| b > isize::MAX as usize)
-    {
-        return Err(Status::resource_exhausted(format!(
-            "OOM when allocating a tensor of {size} elements for Range"
-        )));
-    }
-    Ok(Tensor::build::<T>([size], |o| {
+    alloc.build::<T>([size], |o| {
         for (i, x) in o.iter_mut().enumerate() {
             *x = T::range_value(start, i, delta);
         }
-    }))
+    })
 }
 
 impl<T: RangeElem> OpKernel for RangeKernel<T> {
@@ -49,7 +47,7 @@ impl<T: RangeElem> OpKernel for RangeKernel<T> {
         let start = scalar_arg::<T>(ctx.input(0)?, "start")?;
         let limit = scalar_arg::<T>(ctx.input(1)?, "limit")?;
         let delta = scalar_arg::<T>(ctx.input(2)?, "delta")?;
-        let out = range_tensor(start, limit, delta)?;
+        let out = range_tensor(ctx.allocator(), start, limit, delta)?;
         ctx.set_output(0, out)
     }
 }

@@ -541,6 +541,6 @@ fn range_values_and_errors() {
     let b = Tensor::scalar::<i8>;
     assert_eq!(range(b(0), b(3), b(1)).unwrap_err().code(), Code::NotFound);
     // The kernel accepts length-1 vectors (the shape function does not).
-    let v = super::range::range_tensor(0u64 as i64, 3, 1).unwrap();
+    let v = super::range::range_tensor(crate::Allocator::unlimited(), 0u64 as i64, 3, 1).unwrap();
     assert_eq!(v, Tensor::vector(&[0i64, 1, 2]));
 }

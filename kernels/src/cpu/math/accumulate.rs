@@ -10,7 +10,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{DType, Result, Status, Tensor, TensorShape};
+use graph::{DType, Result, Status, TensorShape};
 
 use super::elem::Arith;
 use crate::cpu::array::elems::{dispatch_index, int_scalar, IndexElem, INDEX_DTYPES};
@@ -66,7 +66,7 @@ impl<T: Arith, const PROD: bool> OpKernel for ScanKernel<T, PROD> {
             (T::zero(), T::tf_add)
         };
         let (exclusive, reverse) = (self.exclusive, self.reverse);
-        let out = Tensor::build::<T>(x.shape().clone(), |o| {
+        let out = ctx.allocator().build::<T>(x.shape().clone(), |o| {
             for b in 0..outer {
                 for i in 0..inner {
                     let at = |k: usize| {
@@ -87,7 +87,7 @@ impl<T: Arith, const PROD: bool> OpKernel for ScanKernel<T, PROD> {
                 }
             }
         });
-        ctx.set_output(0, out)
+        ctx.set_output(0, out?)
     }
 }
 
@@ -128,21 +128,23 @@ impl<T: Arith, I: IndexElem> OpKernel for UnsortedSegmentSumKernel<T, I> {
             )));
         }
         let src = data.as_slice::<T>()?;
-        let out = Tensor::build::<T>(TensorShape::from(out_dims), |o| {
-            for (j, id) in idv.iter().enumerate() {
-                let Ok(row) = usize::try_from(id.to_i64()) else {
-                    continue;
-                };
-                let (d, s) = (
-                    &mut o[row * inner..(row + 1) * inner],
-                    &src[j * inner..(j + 1) * inner],
-                );
-                for (a, &b) in d.iter_mut().zip(s) {
-                    *a = a.tf_add(b);
+        let out = ctx
+            .allocator()
+            .build::<T>(TensorShape::from(out_dims), |o| {
+                for (j, id) in idv.iter().enumerate() {
+                    let Ok(row) = usize::try_from(id.to_i64()) else {
+                        continue;
+                    };
+                    let (d, s) = (
+                        &mut o[row * inner..(row + 1) * inner],
+                        &src[j * inner..(j + 1) * inner],
+                    );
+                    for (a, &b) in d.iter_mut().zip(s) {
+                        *a = a.tf_add(b);
+                    }
                 }
-            }
-        });
-        ctx.set_output(0, out)
+            });
+        ctx.set_output(0, out?)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{Result, Status, Tensor};
+use graph::{Result, Status};
 use smallvec::SmallVec;
 
 use super::elem::Arith;
@@ -81,7 +81,7 @@ impl<T: Arith> OpKernel for AddNKernel<T> {
         });
         let mut out = match reused {
             Some(k) => ctx.take_input(k)?,
-            None => Tensor::zeros(T::DTYPE, shape),
+            None => ctx.allocate(T::DTYPE, shape)?,
         };
         {
             let inputs: SmallVec<[&[T]; 8]> = (0..n)

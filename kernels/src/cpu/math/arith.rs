@@ -4,7 +4,7 @@
 //! negative integer exponents are `InvalidArgument`, as in TensorFlow.
 
 use bytes::{Bytes, BytesMut};
-use graph::{DType, Result, Tensor};
+use graph::{DType, Result};
 
 use super::binary::{BinaryFn, BinaryKernel};
 use super::elem::{Arith, FloatOps};
@@ -117,21 +117,21 @@ impl OpKernel for StringAddKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (a, b) = (ctx.input(0)?, ctx.input(1)?);
         let (xa, xb) = (a.as_strings()?, b.as_strings()?);
-        let out = if a.shape() == b.shape() {
-            let v: Vec<Bytes> = xa.iter().zip(xb).map(|(x, y)| concat(x, y)).collect();
-            Tensor::from_strings(a.dims(), v)?
+        let bc = BCast::new(a.dims(), b.dims())?;
+        let mut out = ctx
+            .allocator()
+            .zeros(DType::String, bc.output_shape().clone())?;
+        let dst = out.as_strings_mut()?;
+        if a.shape() == b.shape() {
+            for ((o, x), y) in dst.iter_mut().zip(xa).zip(xb) {
+                *o = concat(x, y);
+            }
         } else {
-            let bc = BCast::new(a.dims(), b.dims())?;
-            let v = bc
-                .index_pairs()
-                .into_iter()
-                .map(|(i, j)| match (xa.get(i), xb.get(j)) {
-                    (Some(x), Some(y)) => concat(x, y),
-                    _ => Bytes::new(),
-                })
-                .collect();
-            Tensor::from_strings(bc.output_shape().dims(), v)?
-        };
+            bc.apply_indexed(dst, |i, j| match (xa.get(i), xb.get(j)) {
+                (Some(x), Some(y)) => concat(x, y),
+                _ => Bytes::new(),
+            });
+        }
         ctx.set_output(0, out)
     }
 }

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 
 use graph::{Result, Tensor, TensorType};
 
+use crate::allocator::Allocator;
 use crate::cpu::broadcast::BCast;
 use crate::cpu::types::{Numeric, ScalarElem};
 use crate::op_kernel::{OpKernel, OpKernelContext};
@@ -104,6 +105,7 @@ fn apply_repeating<T: Copy>(out: &mut [T], ys: &[T], swapped: bool, f: impl Fn(T
 /// `f` over `a` and `b` broadcast together, writing into `a`'s or `b`'s buffer when
 /// it is uniquely held and has the output's shape.
 pub fn binary_op_same<T: TensorType>(
+    alloc: Allocator<'_>,
     mut a: Tensor,
     mut b: Tensor,
     f: impl Fn(T, T) -> T,
@@ -127,11 +129,12 @@ pub fn binary_op_same<T: TensorType>(
         apply_repeating(out.as_mut_slice::<T>()?, xs, true, f);
         return Ok(out);
     }
-    binary_op::<T, T>(&a, &b, f)
+    binary_op::<T, T>(alloc, &a, &b, f)
 }
 
 /// `f` over `a` and `b` broadcast together into a new tensor.
 pub fn binary_op<A: TensorType, O: TensorType>(
+    alloc: Allocator<'_>,
     a: &Tensor,
     b: &Tensor,
     f: impl Fn(A, A) -> O,
@@ -144,16 +147,14 @@ pub fn binary_op<A: TensorType, O: TensorType>(
     }
     let (xa, xb) = (a.as_slice::<A>()?, b.as_slice::<A>()?);
     if a.shape() == b.shape() {
-        return Ok(Tensor::build::<O>(a.shape().clone(), |o| {
+        return alloc.build::<O>(a.shape().clone(), |o| {
             for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
                 *o = f(x, y);
             }
-        }));
+        });
     }
     let bc = BCast::new(a.dims(), b.dims())?;
-    Ok(Tensor::build::<O>(bc.output_shape().clone(), |o| {
-        bc.apply(xa, xb, o, f)
-    }))
+    alloc.build::<O>(bc.output_shape().clone(), |o| bc.apply(xa, xb, o, f))
 }
 
 /// Runs `F::check` on `b` when `F` has one, after the shapes are known to broadcast
@@ -181,7 +182,7 @@ impl<T: ScalarElem, F: BinaryFn<T, T>> OpKernel for BinaryKernel<T, F> {
         let b = ctx.take_input(1)?;
         let a = ctx.take_input(0)?;
         check_rhs::<T, T, F>(&a, &b)?;
-        let out = binary_op_same::<T>(a, b, F::apply)?;
+        let out = binary_op_same::<T>(ctx.allocator(), a, b, F::apply)?;
         ctx.set_output(0, out)
     }
 }
@@ -196,7 +197,7 @@ impl<A: ScalarElem, O: TensorType, F: BinaryFn<A, O>> OpKernel for BinaryToKerne
         }
         let (a, b) = (ctx.input(0)?, ctx.input(1)?);
         check_rhs::<A, O, F>(a, b)?;
-        let out = binary_op::<A, O>(a, b, F::apply)?;
+        let out = binary_op::<A, O>(ctx.allocator(), a, b, F::apply)?;
         ctx.set_output(0, out)
     }
 }
@@ -229,8 +230,13 @@ mod tests {
     fn reuses_a_unique_input_buffer() {
         let a = Tensor::zeros(DType::F32, [64]);
         let ptr = a.as_bytes().unwrap().as_ptr();
-        let out =
-            binary_op_same::<f32>(a, Tensor::zeros(DType::F32, [64]), |x, y| x + y + 1.0).unwrap();
+        let out = binary_op_same::<f32>(
+            Allocator::unlimited(),
+            a,
+            Tensor::zeros(DType::F32, [64]),
+            |x, y| x + y + 1.0,
+        )
+        .unwrap();
         assert_eq!(out.as_bytes().unwrap().as_ptr(), ptr);
         assert!(out.as_slice::<f32>().unwrap().iter().all(|&v| v == 1.0));
     }
@@ -241,7 +247,7 @@ mod tests {
         let ptr = a.as_bytes().unwrap().as_ptr();
         let b = Tensor::new(&[1, 3], vec![100.0f32, 200.0, 300.0]).unwrap();
         // b - a: the output is written into a's buffer with the operands swapped.
-        let out = binary_op_same::<f32>(b, a, |x, y| x - y).unwrap();
+        let out = binary_op_same::<f32>(Allocator::unlimited(), b, a, |x, y| x - y).unwrap();
         assert_eq!(out.as_bytes().unwrap().as_ptr(), ptr);
         assert_eq!(out.dims(), &[2, 8, 3]);
         let v = out.as_slice::<f32>().unwrap();
@@ -249,7 +255,11 @@ mod tests {
         // A shared input is never written.
         let a = Tensor::new(&[2, 8], vec![1.0f32; 16]).unwrap();
         let keep = a.clone();
-        let out = binary_op_same::<f32>(a, Tensor::scalar(1.0f32), |x, y| x + y).unwrap();
+        let out =
+            binary_op_same::<f32>(Allocator::unlimited(), a, Tensor::scalar(1.0f32), |x, y| {
+                x + y
+            })
+            .unwrap();
         assert!(!out.shares_buffer_with(&keep));
         assert_eq!(keep.as_slice::<f32>().unwrap()[0], 1.0);
         assert_eq!(out.as_slice::<f32>().unwrap()[0], 2.0);

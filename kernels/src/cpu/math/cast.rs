@@ -23,6 +23,7 @@ use std::marker::PhantomData;
 
 use graph::{bf16, f16, DType, Result, Status, Tensor, TensorType};
 
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -231,9 +232,13 @@ impl CastDst for bf16 {
 
 /// Converts every element of `x` from `S` to `D`, first clearing `trunc_bits` low
 /// bits of each source float when non-zero.
-pub fn cast_tensor<S: CastSrc, D: CastDst>(x: &Tensor, trunc_bits: u32) -> Result<Tensor> {
+pub fn cast_tensor<S: CastSrc, D: CastDst>(
+    alloc: Allocator<'_>,
+    x: &Tensor,
+    trunc_bits: u32,
+) -> Result<Tensor> {
     let xs = x.as_slice::<S>()?;
-    Ok(Tensor::build::<D>(x.shape().clone(), |o| {
+    alloc.build::<D>(x.shape().clone(), |o| {
         if trunc_bits == 0 {
             o.iter_mut().zip(xs).for_each(|(o, &v)| *o = D::from_src(v));
         } else {
@@ -241,7 +246,7 @@ pub fn cast_tensor<S: CastSrc, D: CastDst>(x: &Tensor, trunc_bits: u32) -> Resul
                 .zip(xs)
                 .for_each(|(o, &v)| *o = D::from_src(v.truncated(trunc_bits)));
         }
-    }))
+    })
 }
 
 /// `Cast` from `S` to `D`.
@@ -252,7 +257,7 @@ struct CastKernel<S, D> {
 
 impl<S: CastSrc, D: CastDst> OpKernel for CastKernel<S, D> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let out = cast_tensor::<S, D>(ctx.input(0)?, self.trunc_bits)?;
+        let out = cast_tensor::<S, D>(ctx.allocator(), ctx.input(0)?, self.trunc_bits)?;
         ctx.set_output(0, out)
     }
 }

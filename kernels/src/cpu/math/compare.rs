@@ -59,7 +59,7 @@ impl<T: TensorType, const NOT: bool> OpKernel for EqualityKernel<T, NOT> {
         let (a, b) = (ctx.input(0)?, ctx.input(1)?);
         let out = match incompatible_result(a, b, self.incompatible_shape_error, NOT) {
             Some(t) => t,
-            None => binary_op::<T, bool>(a, b, |x, y| (x == y) != NOT)?,
+            None => binary_op::<T, bool>(ctx.allocator(), a, b, |x, y| (x == y) != NOT)?,
         };
         ctx.set_output(0, out)
     }
@@ -77,18 +77,18 @@ impl<const NOT: bool> OpKernel for StringEqualityKernel<NOT> {
             return ctx.set_output(0, t);
         }
         let (xa, xb) = (a.as_strings()?, b.as_strings()?);
-        let out = if a.shape() == b.shape() {
-            let v: Vec<bool> = xa.iter().zip(xb).map(|(x, y)| (x == y) != NOT).collect();
-            Tensor::new(a.dims(), v)?
-        } else {
-            let bc = BCast::new(a.dims(), b.dims())?;
-            let v = bc
-                .index_pairs()
-                .into_iter()
-                .map(|(i, j)| (xa.get(i) == xb.get(j)) != NOT)
-                .collect();
-            Tensor::new(bc.output_shape().dims(), v)?
-        };
+        let bc = BCast::new(a.dims(), b.dims())?;
+        let out = ctx
+            .allocator()
+            .build::<bool>(bc.output_shape().clone(), |o| {
+                if a.shape() == b.shape() {
+                    for ((o, x), y) in o.iter_mut().zip(xa).zip(xb) {
+                        *o = (x == y) != NOT;
+                    }
+                } else {
+                    bc.apply_indexed(o, |i, j| (xa.get(i) == xb.get(j)) != NOT);
+                }
+            })?;
         ctx.set_output(0, out)
     }
 }

@@ -12,7 +12,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{Result, Status, Tensor};
+use graph::{Result, Status};
 
 use super::binary::BinaryFn;
 use super::elem::FloatOps;
@@ -66,12 +66,12 @@ impl<T: FloatOps, F: BinaryFn<T, T>> OpKernel for GradKernel<T, F> {
             }
         } else {
             let (ys, ds) = (y.as_slice::<T>()?, dy.as_slice::<T>()?);
-            Tensor::build::<T>(y.shape().clone(), |o| {
+            ctx.allocator().build::<T>(y.shape().clone(), |o| {
                 o.iter_mut()
                     .zip(ys)
                     .zip(ds)
                     .for_each(|((o, &v), &d)| *o = F::apply(v, d));
-            })
+            })?
         };
         ctx.set_output(0, out)
     }

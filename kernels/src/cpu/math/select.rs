@@ -14,6 +14,7 @@ use bytes::Bytes;
 use graph::{DType, Result, Status, Tensor, TensorShape, TensorType};
 use smallvec::SmallVec;
 
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -25,8 +26,12 @@ pub trait Elements: Send + Sync + 'static {
     fn view(t: &Tensor) -> Result<&[Self::Elem]>;
     /// The elements of `t`, mutably (copy-on-write).
     fn view_mut(t: &mut Tensor) -> Result<&mut [Self::Elem]>;
-    /// A tensor of this shape whose elements `fill` writes.
-    fn build(shape: &TensorShape, fill: impl FnOnce(&mut [Self::Elem])) -> Result<Tensor>;
+    /// A tensor of this shape from `alloc` whose elements `fill` writes.
+    fn build(
+        alloc: Allocator<'_>,
+        shape: &TensorShape,
+        fill: impl FnOnce(&mut [Self::Elem]),
+    ) -> Result<Tensor>;
 }
 
 /// The elements of a POD dtype.
@@ -43,8 +48,12 @@ impl<T: TensorType> Elements for Pod<T> {
     fn view_mut(t: &mut Tensor) -> Result<&mut [T]> {
         t.as_mut_slice::<T>()
     }
-    fn build(shape: &TensorShape, fill: impl FnOnce(&mut [T])) -> Result<Tensor> {
-        Ok(Tensor::build::<T>(shape.clone(), fill))
+    fn build(
+        alloc: Allocator<'_>,
+        shape: &TensorShape,
+        fill: impl FnOnce(&mut [T]),
+    ) -> Result<Tensor> {
+        alloc.build::<T>(shape.clone(), fill)
     }
 }
 
@@ -56,8 +65,12 @@ impl Elements for Strings {
     fn view_mut(t: &mut Tensor) -> Result<&mut [Bytes]> {
         t.as_strings_mut()
     }
-    fn build(shape: &TensorShape, fill: impl FnOnce(&mut [Bytes])) -> Result<Tensor> {
-        let mut t = Tensor::zeros(DType::String, shape.clone());
+    fn build(
+        alloc: Allocator<'_>,
+        shape: &TensorShape,
+        fill: impl FnOnce(&mut [Bytes]),
+    ) -> Result<Tensor> {
+        let mut t = alloc.zeros(DType::String, shape.clone())?;
         fill(t.as_strings_mut()?);
         Ok(t)
     }
@@ -220,7 +233,7 @@ fn run_select<E: Elements>(
         return Ok(e);
     }
     let (ts, es) = (E::view(&t)?, E::view(&e)?);
-    E::build(shape, |out| {
+    E::build(ctx.allocator(), shape, |out| {
         map.for_each(|o, [ci, ti, ei]| {
             out[o] = if c[ci] {
                 ts[ti].clone()

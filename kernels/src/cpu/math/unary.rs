@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use graph::{Result, Tensor, TensorType};
 
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelContext};
 
 /// A unary element function from `A` to `O`.
@@ -48,34 +49,42 @@ impl<A, O, F> Default for UnaryToKernel<A, O, F> {
 }
 
 /// `f` over every element of `x`, in `x`'s buffer when it is uniquely held.
-pub fn unary_op_same<T: TensorType>(mut x: Tensor, f: impl Fn(T) -> T) -> Result<Tensor> {
+pub fn unary_op_same<T: TensorType>(
+    alloc: Allocator<'_>,
+    mut x: Tensor,
+    f: impl Fn(T) -> T,
+) -> Result<Tensor> {
     if x.is_unique() {
         x.as_mut_slice::<T>()?.iter_mut().for_each(|v| *v = f(*v));
         return Ok(x);
     }
-    unary_op::<T, T>(&x, f)
+    unary_op::<T, T>(alloc, &x, f)
 }
 
 /// `f` over every element of `x` into a new tensor.
-pub fn unary_op<A: TensorType, O: TensorType>(x: &Tensor, f: impl Fn(A) -> O) -> Result<Tensor> {
+pub fn unary_op<A: TensorType, O: TensorType>(
+    alloc: Allocator<'_>,
+    x: &Tensor,
+    f: impl Fn(A) -> O,
+) -> Result<Tensor> {
     let xs = x.as_slice::<A>()?;
-    Ok(Tensor::build::<O>(x.shape().clone(), |o| {
+    alloc.build::<O>(x.shape().clone(), |o| {
         o.iter_mut().zip(xs).for_each(|(o, &v)| *o = f(v));
-    }))
+    })
 }
 
 impl<T: TensorType, F: UnaryFn<T, T>> OpKernel for UnaryKernel<T, F> {
     #[inline]
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.take_input(0)?;
-        let out = unary_op_same::<T>(x, F::apply)?;
+        let out = unary_op_same::<T>(ctx.allocator(), x, F::apply)?;
         ctx.set_output(0, out)
     }
 }
 
 impl<A: TensorType, O: TensorType, F: UnaryFn<A, O>> OpKernel for UnaryToKernel<A, O, F> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let out = unary_op::<A, O>(ctx.input(0)?, F::apply)?;
+        let out = unary_op::<A, O>(ctx.allocator(), ctx.input(0)?, F::apply)?;
         ctx.set_output(0, out)
     }
 }
@@ -89,10 +98,10 @@ mod tests {
     fn writes_in_place_only_when_unique() {
         let x = Tensor::zeros(DType::F64, [32]);
         let ptr = x.as_bytes().unwrap().as_ptr();
-        let out = unary_op_same::<f64>(x, |v| v + 2.0).unwrap();
+        let out = unary_op_same::<f64>(Allocator::unlimited(), x, |v| v + 2.0).unwrap();
         assert_eq!(out.as_bytes().unwrap().as_ptr(), ptr);
         let shared = out.clone();
-        let again = unary_op_same::<f64>(out, |v| v * 3.0).unwrap();
+        let again = unary_op_same::<f64>(Allocator::unlimited(), out, |v| v * 3.0).unwrap();
         assert!(!again.shares_buffer_with(&shared));
         assert_eq!(shared.as_slice::<f64>().unwrap()[0], 2.0);
         assert_eq!(again.as_slice::<f64>().unwrap()[0], 6.0);
@@ -101,10 +110,10 @@ mod tests {
     #[test]
     fn type_changing_map_keeps_shape() {
         let x = Tensor::new(&[2, 0], Vec::<f32>::new()).unwrap();
-        let out = unary_op::<f32, bool>(&x, |v| v > 0.0).unwrap();
+        let out = unary_op::<f32, bool>(Allocator::unlimited(), &x, |v| v > 0.0).unwrap();
         assert_eq!((out.dtype(), out.dims()), (DType::Bool, &[2usize, 0][..]));
         assert!(
-            unary_op::<i32, bool>(&x, |v| v > 0).is_err(),
+            unary_op::<i32, bool>(Allocator::unlimited(), &x, |v| v > 0).is_err(),
             "wrong dtype is an error"
         );
     }

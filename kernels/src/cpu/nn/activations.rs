@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 
 use graph::{bf16, f16, DType, Result, Status, Tensor, TensorType};
 
+use crate::allocator::Allocator;
 use crate::cpu::nn::NnFloat;
 use crate::cpu::types::{Numeric, FLOAT_DTYPES, NUMERIC_DTYPES};
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
@@ -48,7 +49,11 @@ pub struct GradKernel<T, F> {
 }
 
 /// `f` over `x`, in `x`'s buffer when it is uniquely held.
-pub fn map_unary<T: TensorType>(mut x: Tensor, f: impl Fn(T) -> T) -> Result<Tensor> {
+pub fn map_unary<T: TensorType>(
+    alloc: Allocator<'_>,
+    mut x: Tensor,
+    f: impl Fn(T) -> T,
+) -> Result<Tensor> {
     if x.is_unique() {
         for v in x.as_mut_slice::<T>()? {
             *v = f(*v);
@@ -56,18 +61,18 @@ pub fn map_unary<T: TensorType>(mut x: Tensor, f: impl Fn(T) -> T) -> Result<Ten
         return Ok(x);
     }
     let src = x.as_slice::<T>()?;
-    Ok(Tensor::build::<T>(x.shape().clone(), |o| {
+    alloc.build::<T>(x.shape().clone(), |o| {
         for (o, &v) in o.iter_mut().zip(src) {
             *o = f(v);
         }
-    }))
+    })
 }
 
 impl<T: TensorType, F: UnaryFn<T>> OpKernel for UnaryKernel<T, F> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.take_input(0)?;
         let p = self.param;
-        let out = map_unary::<T>(x, |v| F::apply(v, p))?;
+        let out = map_unary::<T>(ctx.allocator(), x, |v| F::apply(v, p))?;
         ctx.set_output(0, out)
     }
 }
@@ -95,11 +100,11 @@ impl<T: TensorType, F: GradFn<T>> OpKernel for GradKernel<T, F> {
             g
         } else {
             let (gs, xs) = (g.as_slice::<T>()?, x.as_slice::<T>()?);
-            Tensor::build::<T>(g.shape().clone(), |o| {
+            ctx.allocator().build::<T>(g.shape().clone(), |o| {
                 for ((o, &gv), &xv) in o.iter_mut().zip(gs).zip(xs) {
                     *o = F::apply(gv, xv, p);
                 }
-            })
+            })?
         };
         ctx.set_output(0, out)
     }
@@ -491,11 +496,12 @@ mod tests {
     fn writes_into_a_unique_input() {
         let x = Tensor::zeros(graph::DType::F32, [64]);
         let ptr = x.as_bytes().unwrap().as_ptr();
-        let y = super::map_unary::<f32>(x, |v| v - 1.0).unwrap();
+        let y = super::map_unary::<f32>(crate::Allocator::unlimited(), x, |v| v - 1.0).unwrap();
         assert_eq!(y.as_bytes().unwrap().as_ptr(), ptr);
         let shared = Tensor::zeros(graph::DType::F32, [64]);
         let keep = shared.clone();
-        let y = super::map_unary::<f32>(shared, |v| v - 1.0).unwrap();
+        let y =
+            super::map_unary::<f32>(crate::Allocator::unlimited(), shared, |v| v - 1.0).unwrap();
         assert!(keep.as_slice::<f32>().unwrap().iter().all(|&v| v == 0.0));
         assert!(y.as_slice::<f32>().unwrap().iter().all(|&v| v == -1.0));
     }

@@ -66,17 +66,6 @@ pub fn shape_from_tensor(t: &Tensor) -> Result<TensorShape> {
     Ok(TensorShape::new(&shape))
 }
 
-/// `ResourceExhausted` when `n` values of `dtype` cannot be addressed.
-fn check_size(shape: &TensorShape, dtype: DType) -> Result<()> {
-    let n = shape.num_elements();
-    match n.checked_mul(dtype.size()) {
-        Some(b) if b <= isize::MAX as usize => Ok(()),
-        _ => Err(Status::resource_exhausted(format!(
-            "OOM when allocating tensor with shape{shape} and type {dtype}"
-        ))),
-    }
-}
-
 /// A random op whose distribution is fixed when the kernel is built.
 pub struct RandomKernel<D: Distribution> {
     gen: GuardedPhilox,
@@ -86,10 +75,13 @@ pub struct RandomKernel<D: Distribution> {
 impl<D: Distribution> OpKernel for RandomKernel<D> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let shape = shape_from_tensor(ctx.input(0)?)?;
-        check_size(&shape, <D::Elem as graph::TensorType>::DTYPE)?;
         let n = shape.num_elements() as u64;
-        let base = self.gen.reserve_random_outputs(n, SAMPLES_PER_OUTPUT);
-        let out = Tensor::build::<D::Elem>(shape, |data| fill(&self.dist, base, data));
+        // The generator advances only once the output is had, as TensorFlow
+        // allocates before it reserves samples.
+        let out = ctx.allocator().build::<D::Elem>(shape, |data| {
+            let base = self.gen.reserve_random_outputs(n, SAMPLES_PER_OUTPUT);
+            fill(&self.dist, base, data)
+        })?;
         ctx.set_output(0, out)
     }
 
@@ -117,12 +109,11 @@ impl<I: RandomInt> OpKernel for RandomUniformIntKernel<I> {
         }
         let (lo, hi) = (minval.scalar_value::<I>()?, maxval.scalar_value::<I>()?);
         let shape = shape_from_tensor(ctx.input(0)?)?;
-        check_size(&shape, I::DTYPE)?;
         let n = shape.num_elements();
         if n == 0 {
             // Checked after the early exit, as in TensorFlow: zero impossible
             // values are fine.
-            return ctx.set_output(0, Tensor::zeros(I::DTYPE, shape));
+            return ctx.set_output(0, ctx.allocate(I::DTYPE, shape)?);
         }
         if lo >= hi {
             return Err(Status::invalid_argument(format!(
@@ -130,10 +121,12 @@ impl<I: RandomInt> OpKernel for RandomUniformIntKernel<I> {
             )));
         }
         let dist = UniformInt::new(lo, hi);
-        let base = self
-            .gen
-            .reserve_random_outputs(n as u64, SAMPLES_PER_OUTPUT);
-        let out = Tensor::build::<I>(shape, |data| fill(&dist, base, data));
+        let out = ctx.allocator().build::<I>(shape, |data| {
+            let base = self
+                .gen
+                .reserve_random_outputs(n as u64, SAMPLES_PER_OUTPUT);
+            fill(&dist, base, data)
+        })?;
         ctx.set_output(0, out)
     }
 

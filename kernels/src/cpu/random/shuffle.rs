@@ -62,7 +62,7 @@ impl<E: Elem> OpKernel for RandomShuffleKernel<E> {
         let perm = self.permutation(rows)?;
         let per_row = input.num_elements() / rows;
         let src = E::view(input)?;
-        let out = E::build(self.dtype, input.shape().clone(), |out| {
+        let out = E::build(ctx.allocator(), self.dtype, input.shape().clone(), |out| {
             for (dst, &p) in out.chunks_exact_mut(per_row).zip(&perm) {
                 dst.clone_from_slice(&src[p * per_row..(p + 1) * per_row]);
             }

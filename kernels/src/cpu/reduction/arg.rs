@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 
 use graph::{bf16, f16, DType, Result, Status, Tensor, TensorType};
 
+use crate::allocator::Allocator;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 
 /// An element type the arg-reductions compare.
@@ -94,7 +95,7 @@ impl<T: ArgElem, O: IndexType, const MAX: bool> ArgKernel<T, O, MAX> {
     }
 
     /// The output for `input` reduced along `dim`.
-    fn arg(input: &Tensor, dim: i64) -> Result<Tensor> {
+    fn arg(alloc: Allocator<'_>, input: &Tensor, dim: i64) -> Result<Tensor> {
         let dims = input.dims();
         let rank = dims.len();
         let r = rank as i64;
@@ -128,7 +129,7 @@ impl<T: ArgElem, O: IndexType, const MAX: bool> ArgKernel<T, O, MAX> {
         };
         let (outer, inner) = (product(&dims[..axis])?, product(&dims[axis + 1..])?);
         if outer * inner == 0 {
-            return Ok(Tensor::zeros(O::DTYPE, out_dims));
+            return alloc.zeros(O::DTYPE, out_dims);
         }
         if rank > MAX_RANK {
             return Err(Status::invalid_argument(format!(
@@ -138,7 +139,7 @@ impl<T: ArgElem, O: IndexType, const MAX: bool> ArgKernel<T, O, MAX> {
             )));
         }
         let x = input.as_slice::<T>()?;
-        Ok(Tensor::build::<O>(out_dims, |out| {
+        alloc.build::<O>(out_dims, |out| {
             if inner == 1 {
                 for (o, row) in out.iter_mut().zip(x.chunks_exact(n)) {
                     let (mut best, mut best_i) = (Self::start(), 0);
@@ -169,14 +170,14 @@ impl<T: ArgElem, O: IndexType, const MAX: bool> ArgKernel<T, O, MAX> {
                     *o = O::from_index(i);
                 }
             }
-        }))
+        })
     }
 }
 
 impl<T: ArgElem, O: IndexType, const MAX: bool> OpKernel for ArgKernel<T, O, MAX> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let dim = dimension(ctx.input(1)?)?;
-        let out = Self::arg(ctx.input(0)?, dim)?;
+        let out = Self::arg(ctx.allocator(), ctx.input(0)?, dim)?;
         ctx.set_output(0, out)
     }
 

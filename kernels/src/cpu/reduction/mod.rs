@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 
 use graph::{DType, Result, Status, Tensor, TensorShape};
 
+use crate::allocator::Allocator;
 use crate::cpu::types::{NUMERIC_DTYPES, POD_DTYPES};
 use crate::dispatch_numeric;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
@@ -75,6 +76,7 @@ fn output_shape(dims: &[usize], reduced: &[bool], keep_dims: bool) -> TensorShap
 
 /// Reduces `input` over `reduced` with `R`.
 pub fn reduce_tensor<R: Reducer>(
+    alloc: Allocator<'_>,
     input: &Tensor,
     reduced: &[bool],
     keep_dims: bool,
@@ -84,16 +86,10 @@ pub fn reduce_tensor<R: Reducer>(
     // what any tensor holds.
     let (n_in, n_out) = (input.num_elements(), shape.checked_num_elements()?);
     if n_out == 0 {
-        return Ok(Tensor::zeros(input.dtype(), shape));
+        return alloc.zeros(input.dtype(), shape);
     }
     if n_in == 0 {
-        let bytes = n_out.checked_mul(std::mem::size_of::<R::In>());
-        if bytes.is_none_or(|b| b > isize::MAX as usize) {
-            return Err(Status::resource_exhausted(format!(
-                "OOM when allocating tensor with shape {shape}"
-            )));
-        }
-        return Ok(Tensor::build::<R::In>(shape, |o| o.fill(R::empty())));
+        return alloc.build::<R::In>(shape, |o| o.fill(R::empty()));
     }
     if n_in == n_out {
         // Nothing (or only dimensions of size 1) to reduce: the input itself.
@@ -102,11 +98,11 @@ pub fn reduce_tensor<R: Reducer>(
     let x = input.as_slice::<R::In>()?;
     let acc = engine::reduce(x, input.dims(), reduced, R::init(), R::lift, R::combine);
     let n = n_in / n_out;
-    Ok(Tensor::build::<R::In>(shape, |o| {
+    alloc.build::<R::In>(shape, |o| {
         for (o, &a) in o.iter_mut().zip(&acc) {
             *o = R::finish(a, n);
         }
-    }))
+    })
 }
 
 /// The kernel of one reduction op `R`.
@@ -119,7 +115,7 @@ impl<R: Reducer> OpKernel for ReductionKernel<R> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let input = ctx.input(0)?;
         let reduced = reduction_axes(ctx.input(1)?, input.rank())?;
-        let out = reduce_tensor::<R>(input, &reduced, self.keep_dims)?;
+        let out = reduce_tensor::<R>(ctx.allocator(), input, &reduced, self.keep_dims)?;
         ctx.set_output(0, out)
     }
 
