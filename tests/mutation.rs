@@ -350,7 +350,10 @@ impl Tally {
                 Some(v)
             }
             Err(e) => {
-                *self.codes.entry(format!("{what}: {:?}", e.code())).or_default() += 1;
+                *self
+                    .codes
+                    .entry(format!("{what}: {:?}", e.code()))
+                    .or_default() += 1;
                 if matches!(e.code(), Code::Unknown | Code::Internal) {
                     self.broken.push((seed, format!("{what}: {e}")));
                 }

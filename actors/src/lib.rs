@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod contain;
 pub mod device;
 pub mod executor;
 #[cfg(feature = "runtime")]

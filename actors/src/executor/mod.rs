@@ -41,6 +41,8 @@ use graph::{Result, Status};
 use kernels::{AsyncDone, AsyncStatus, Entry, OpKernelContext, Outputs, StepContext};
 use rendezvous::FrameIter;
 
+use crate::contain::contain_panic;
+
 pub use activation::ReadyQueue;
 pub use immutable::{ExecutorPlan, KernelCache, KernelKind, NoKernelCache, NodeItem};
 pub use propagator::{PropagatorState, TaggedNode};
@@ -359,7 +361,7 @@ impl ExecutorState {
             KernelKind::Route(r) => r.apply(inputs, outputs)?,
             KernelKind::Sync => {
                 let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, None);
-                item.kernel.compute(&mut ctx)?;
+                contain_panic("kernel", || item.kernel.compute(&mut ctx))?;
             }
             KernelKind::Async => {
                 return Self::compute_async(item, inputs, outputs, step, fi, tn, host);
@@ -408,7 +410,7 @@ impl ExecutorState {
             .ok_or_else(|| Status::internal("async kernel without compute_async"))?;
         let mut make = || host.async_done(*tn);
         let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, Some(&mut make));
-        if k.compute_async(&mut ctx)? == AsyncStatus::Pending {
+        if contain_panic("kernel", || k.compute_async(&mut ctx))? == AsyncStatus::Pending {
             return Ok(NodeOutcome::Pending);
         }
         Self::check_set(item, tn, outputs)?;

@@ -7,6 +7,8 @@ use actix::{Actor, ActorContext, Context, Handler, Message};
 use graph::{GraphDef, Result};
 use rendezvous::CompletionSender;
 
+use crate::contain::contain_panic;
+
 use super::state::{CompiledStep, SessionState, StepSignature};
 
 /// A command to a session actor.
@@ -62,8 +64,16 @@ impl Handler<SessionRequest> for SessionActor {
 
     fn handle(&mut self, req: SessionRequest, ctx: &mut Context<Self>) {
         let reply = match req.command {
-            SessionCommand::Extend(gd) => SessionReply::Extended(self.state.extend(&gd)),
-            SessionCommand::Prepare(sig) => SessionReply::Prepared(self.state.prepare(&sig)),
+            SessionCommand::Extend(gd) => {
+                SessionReply::Extended(contain_panic("extending the graph", || {
+                    self.state.extend(&gd)
+                }))
+            }
+            SessionCommand::Prepare(sig) => {
+                SessionReply::Prepared(contain_panic("compiling the step", || {
+                    self.state.prepare(&sig)
+                }))
+            }
             SessionCommand::Close => {
                 self.state.close();
                 ctx.stop();

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use graph::{DType, ResourceHandle, Result, Status, Tensor};
 
-use crate::cpu::types::{Numeric, NUMERIC_DTYPES};
+use crate::cpu::math::elem::Arith;
+use crate::cpu::types::NUMERIC_DTYPES;
 use crate::dispatch_numeric;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
@@ -80,16 +81,17 @@ fn check_same_shape(var: &Var, cur: &Tensor, value: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Adds (`SUB = false`) or subtracts `value` into `var` in place.
-fn update_var<T: Numeric>(var: &Var, value: &Tensor, sub: bool) -> Result<()> {
+/// Adds (`SUB = false`) or subtracts `value` into `var` in place (integers wrap,
+/// as TensorFlow's do).
+fn update_var<T: Arith>(var: &Var, value: &Tensor, sub: bool) -> Result<()> {
     var.update(|cur| {
         check_same_shape(var, cur, value)?;
         let v = value.as_slice::<T>()?;
         let dst = cur.as_mut_slice::<T>()?;
         if sub {
-            dst.iter_mut().zip(v).for_each(|(d, &x)| *d = *d - x);
+            dst.iter_mut().zip(v).for_each(|(d, &x)| *d = d.tf_sub(x));
         } else {
-            dst.iter_mut().zip(v).for_each(|(d, &x)| *d = *d + x);
+            dst.iter_mut().zip(v).for_each(|(d, &x)| *d = d.tf_add(x));
         }
         Ok(())
     })
@@ -100,7 +102,7 @@ struct AssignUpdateKernel<T> {
     _t: PhantomData<fn(T)>,
 }
 
-impl<T: Numeric> OpKernel for AssignUpdateKernel<T> {
+impl<T: Arith> OpKernel for AssignUpdateKernel<T> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let var = Arc::clone(ctx.input_ref(0)?);
         update_var::<T>(&var, ctx.input(1)?, self.sub)?;
@@ -219,7 +221,7 @@ struct AssignUpdateVariableKernel<T> {
     _t: PhantomData<fn(T)>,
 }
 
-impl<T: Numeric> OpKernel for AssignUpdateVariableKernel<T> {
+impl<T: Arith> OpKernel for AssignUpdateVariableKernel<T> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let var = lookup_var(ctx, T::DTYPE)?;
         update_var::<T>(&var, ctx.input(1)?, self.sub)

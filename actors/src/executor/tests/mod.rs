@@ -408,3 +408,60 @@ fn references_are_looked_for_only_where_they_can_arrive() {
     assert_eq!(r[0], Some(Tensor::scalar(3.0f32)));
     assert_eq!(r[1], Some(Tensor::scalar(4.0f32)));
 }
+
+/// A kernel that panics (a bug in it) fails its step with `Internal` naming the
+/// node; the executor's host (the device thread) lives on, and the next step runs.
+#[test]
+fn a_panicking_kernel_fails_its_step_and_names_the_node() {
+    use kernels::{KernelDef, KernelRegistry, OpKernel, OpKernelContext};
+    struct PanicsOnPositive;
+    impl OpKernel for PanicsOnPositive {
+        fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+            let x = ctx.input(0)?.as_slice::<i32>()?[0];
+            assert!(x <= 0, "bug in the kernel for {x}");
+            let t = ctx.take_input(0)?;
+            ctx.set_output(0, t)
+        }
+    }
+    let i = DType::I32;
+    let dev = device();
+    for (arg, ok) in [(1, false), (0, true), (2, false)] {
+        let nodes = [
+            konst("in", Tensor::scalar(arg)),
+            NodeDef::new("boom", "Identity")
+                .with_input("in")
+                .with_attr("T", i),
+            retval("r", "boom", 0, i),
+        ];
+        let mut registry = KernelRegistry::new();
+        for n in [&nodes[0], &nodes[2]] {
+            let def = KernelRegistry::global().find(n, "CPU").unwrap().clone();
+            registry.register(def);
+        }
+        registry.register(KernelDef::cpu("Identity", |_| {
+            Ok(Box::new(PanicsOnPositive))
+        }));
+        let g = graph::Graph::from_graph_def(
+            &graph::GraphDef {
+                node: nodes.to_vec(),
+                ..Default::default()
+            },
+            graph::OpRegistry::global(),
+        )
+        .unwrap();
+        let plan = Arc::new(ExecutorPlan::build(&g, &dev, &registry, &NoKernelCache).unwrap());
+        let st = step(&dev, 1);
+        let mut ex = ExecutorState::new(plan, Arc::clone(&st), None);
+        let r = drive(&mut ex, &mut QueueHost { q: Arc::default() });
+        if ok {
+            r.unwrap();
+            assert_eq!(st.call_frame.take_retvals()[0], Some(Tensor::scalar(0i32)));
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), Code::Internal, "{e}");
+            assert_eq!(e.node(), Some("boom"), "{e}");
+            let want = format!("bug in the kernel for {arg}");
+            assert!(e.message().contains(&want), "{e}");
+        }
+    }
+}

@@ -268,8 +268,17 @@ fn one_hot_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let Some(dims) = c.input(0).dims().map(<[_]>::to_vec) else {
         return c.set_output(0, Shape::unknown());
     };
-    let new_rank = dims.len() as i64 + 1;
-    let at = ((axis + new_rank) % new_rank) as usize;
+    // -1: the new last axis; else an index into the output's dimensions.
+    let at = match usize::try_from(axis) {
+        Err(_) => dims.len(),
+        Ok(a) if a <= dims.len() => a,
+        Ok(a) => {
+            return Err(Status::invalid_argument(format!(
+                "Expected axis to be -1 or between [0, {}).  But received: {a}",
+                dims.len() + 1
+            )))
+        }
+    };
     let mut out = dims;
     out.insert(at, depth.map(|d| d as usize));
     c.set_output(0, shape_of(&out))
@@ -511,6 +520,14 @@ mod tests {
             Shape::known(&[4, 2, 3])
         );
         assert!(one_hot(&s, &i, &d, &on, &off, -2).is_err());
+        assert_eq!(
+            one_hot(&s, &i, &d, &on, &off, 2).unwrap().shape(),
+            Shape::known(&[2, 3, 4])
+        );
+        for axis in [3, i64::MAX] {
+            let e = one_hot(&s, &i, &d, &on, &off, axis).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        }
         let b = placeholder(&s, DType::Bool, Shape::known(&[2, 3])).unwrap();
         let w = where_(&s, &b).unwrap();
         assert_eq!(
