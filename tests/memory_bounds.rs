@@ -134,19 +134,45 @@ fn parallel_iterations_is_a_bound_not_a_size() {
     }
 }
 
+/// `parallel_iterations` below 1 is refused, naming the loop's `Enter`: when the
+/// graph is built, and when a graph that says so is run.
 #[test]
 fn parallel_iterations_below_one_is_invalid() {
-    for p in [0, -1, i64::MIN] {
-        let s = Scope::new();
-        let (n, out) = two_variable_loop(&s, p);
-        let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-        let e = sess
-            .run(&[(&n.name(), Tensor::scalar(3i32))], &[&out.name()], &[])
-            .unwrap_err();
+    let check = |e: &actorflow::Status| {
         assert_eq!(e.code(), Code::InvalidArgument, "{e}");
         let node = e.node().unwrap_or_default().to_owned();
         assert!(node.ends_with("Enter") || node.contains("Enter_"), "{e}");
         assert!(e.to_string().contains("parallel_iterations"), "{e}");
+    };
+    for p in [0, -1, i64::MIN] {
+        let s = Scope::new();
+        let e = while_loop(
+            &s,
+            |b, v| ops::less(b, &v[0], &ops::scalar(b, 3i32)?),
+            |b, v| Ok(vec![ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?]),
+            &[ops::scalar(&s, 0i32).unwrap()],
+            &WhileOptions {
+                parallel_iterations: p,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        check(&e);
+
+        // A GraphDef from elsewhere that says so.
+        let s = Scope::new();
+        let (n, out) = two_variable_loop(&s, 10);
+        let mut gd = s.graph_def();
+        for node in gd.node.iter_mut().filter(|n| n.op == "Enter") {
+            node.attr.insert(
+                "parallel_iterations".into(),
+                actorflow::graph::AttrValue::I(p),
+            );
+        }
+        let e = Session::new(&gd, SessionOptions::default())
+            .and_then(|sess| sess.run(&[(&n.name(), Tensor::scalar(3i32))], &[&out.name()], &[]))
+            .unwrap_err();
+        check(&e);
     }
 }
 
