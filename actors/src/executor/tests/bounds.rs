@@ -126,7 +126,12 @@ fn parallel_iterations_of_i32_max_allocate_by_use() {
 fn parallel_iterations_below_one_name_the_enter() {
     let dev = device();
     for p in [0, -5] {
-        let e = ExecutorPlan::build_from_nodes(&counter_loop(3, p), &dev, &NoKernelCache)
+        let mut nodes = counter_loop(3, 10);
+        for n in nodes.iter_mut().filter(|n| n.op == "Enter") {
+            n.attr
+                .insert("parallel_iterations".into(), graph::AttrValue::I(p));
+        }
+        let e = ExecutorPlan::build_from_nodes(&nodes, &dev, &NoKernelCache)
             .err()
             .expect("rejected");
         assert_eq!(e.code(), Code::InvalidArgument);
