@@ -20,9 +20,7 @@ use graph::{Result, Status, Tensor};
 use kernels::{CallFrame, ResourceMgr};
 use rendezvous::sync::atomic::{AtomicUsize, Ordering};
 use rendezvous::sync::Mutex;
-use rendezvous::{
-    completion, CompletionReceiver, CompletionSender, LocalRendezvous, MailboxSender,
-};
+use rendezvous::{completion, CompletionReceiver, CompletionSender, MailboxSender, Rendezvous};
 
 use crate::device::DeviceMsg;
 use crate::stats::StatsCollector;
@@ -51,7 +49,7 @@ pub struct StepTracker {
     pub step_id: u64,
     remaining: AtomicUsize,
     state: Mutex<TrackerState>,
-    rendezvous: Arc<LocalRendezvous>,
+    rendezvous: Arc<dyn Rendezvous>,
     call_frame: Arc<CallFrame>,
     devices: Vec<MailboxSender<DeviceMsg>>,
 }
@@ -62,7 +60,7 @@ impl StepTracker {
     pub fn new(
         step_id: u64,
         partitions: usize,
-        rendezvous: Arc<LocalRendezvous>,
+        rendezvous: Arc<dyn Rendezvous>,
         call_frame: Arc<CallFrame>,
         devices: Vec<MailboxSender<DeviceMsg>>,
     ) -> (Arc<StepTracker>, CompletionReceiver<StepResult>) {

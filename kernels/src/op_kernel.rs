@@ -15,7 +15,7 @@ use graph::{
     DType, DataType, FromAttr, NodeDef, OpDef, Result, Status, Tensor, TensorShape, TensorType,
 };
 use rendezvous::sync::Mutex;
-use rendezvous::{CancellationManager, FrameIter, LocalRendezvous};
+use rendezvous::{CancellationManager, FrameIter, Rendezvous};
 use smallvec::SmallVec;
 
 use crate::allocator::{default_max_allocation_bytes, Allocator};
@@ -126,7 +126,7 @@ pub struct StepContext {
     /// The device.
     pub device: Arc<DeviceContext>,
     /// The step's rendezvous (shared by every device of the step).
-    pub rendezvous: Arc<LocalRendezvous>,
+    pub rendezvous: Arc<dyn Rendezvous>,
     /// The step's feeds and fetches.
     pub call_frame: Arc<CallFrame>,
     /// The container used when a stateful op names none (private to the session).
@@ -593,7 +593,7 @@ impl<'a> OpKernelContext<'a> {
             .defer
             .as_mut()
             .ok_or_else(|| Status::internal("recv outside compute_async"))?;
-        let ready = step.rendezvous.recv(key, fi, || {
+        let ready = step.rendezvous.recv(key, fi, &mut || {
             let done = defer();
             Box::new(move |r: Result<rendezvous::Value>| {
                 done.done(r.map(|v| {

@@ -60,7 +60,7 @@ pub mod harness {
         Arc::new(StepContext {
             step_id: 1,
             device: Arc::clone(device),
-            rendezvous: Arc::clone(rendezvous),
+            rendezvous: Arc::clone(rendezvous) as Arc<dyn rendezvous::Rendezvous>,
             call_frame: Arc::clone(frame),
             default_container: Arc::from("c"),
             step_container: Arc::from("__step_1"),

@@ -16,7 +16,7 @@ use graph::{ops, Code, Graph, NodeDef, OpRegistry, Status, Tensor};
 use kernels::{CallFrame, DeviceContext, StepContext};
 use loom::thread;
 use loom_tests::harness::drive;
-use rendezvous::{CancellationManager, LocalRendezvous};
+use rendezvous::{CancellationManager, LocalRendezvous, Rendezvous};
 
 /// The nodes of `while i < n: i += 1`, fetching the exit.
 fn counter(n: i32) -> Vec<NodeDef> {
@@ -49,7 +49,7 @@ fn an_abort_stops_a_busy_executor_with_the_step_status() {
             1,
         ));
         let plan = ExecutorPlan::build_from_nodes(&nodes, &device, &NoKernelCache).unwrap();
-        let rendezvous = Arc::new(LocalRendezvous::new());
+        let rendezvous: Arc<dyn Rendezvous> = Arc::new(LocalRendezvous::new());
         let frame = Arc::new(CallFrame::new(vec![], 1));
         let cancellation = Arc::new(CancellationManager::new());
         let (tracker, _done) =

@@ -72,7 +72,8 @@ fn step_tracker_partitions_and_abort() {
     loom::model(|| {
         let rv = Arc::new(LocalRendezvous::new());
         let frame = Arc::new(CallFrame::new(vec![], 0));
-        let (tracker, rx) = actors::step::StepTracker::new(9, 2, Arc::clone(&rv), frame, vec![]);
+        let (tracker, rx) =
+            actors::step::StepTracker::new(9, 2, Arc::clone(&rv) as _, frame, vec![]);
         let t1 = Arc::clone(&tracker);
         let a = thread::spawn(move || t1.partition_done(Ok(()), None));
         let t2 = Arc::clone(&tracker);

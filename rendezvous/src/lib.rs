@@ -3,6 +3,7 @@
 //!
 //! - [`sync`] — `std` or `loom` primitives behind one API.
 //! - [`key`] — rendezvous keys (`ParsedKey`, `FrameIter`).
+//! - [`interface`] — the [`Rendezvous`] trait the kernels and executor see.
 //! - [`local`] — the per-step rendezvous table (send never blocks; recv completes a
 //!   callback; abort wakes every waiter).
 //! - [`cancel`] — cancellation of a step's waiting operations.
@@ -13,6 +14,7 @@
 
 pub mod cancel;
 pub mod handoff;
+pub mod interface;
 pub mod key;
 pub mod local;
 pub mod sync;
@@ -21,5 +23,6 @@ pub use cancel::{CancellationManager, CancellationToken};
 pub use handoff::{
     completion, mailbox, CompletionReceiver, CompletionSender, MailboxReceiver, MailboxSender,
 };
+pub use interface::Rendezvous;
 pub use key::{FrameIter, ParsedKey};
 pub use local::{LocalRendezvous, RecvCallback, Value};

@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 
 use graph::{Result, Status, Tensor};
 
+use crate::interface::Rendezvous;
 use crate::key::{FrameIter, ParsedKey};
 use crate::sync::Mutex;
 
@@ -163,6 +164,31 @@ impl LocalRendezvous {
     /// The number of keys holding undelivered values or waiting receivers.
     pub fn pending(&self) -> usize {
         self.state.lock().table.len()
+    }
+}
+
+impl Rendezvous for LocalRendezvous {
+    #[inline]
+    fn send(&self, key: &ParsedKey, fi: FrameIter, value: Value) -> Result<()> {
+        LocalRendezvous::send(self, key, fi, value)
+    }
+
+    #[inline]
+    fn recv(
+        &self,
+        key: &ParsedKey,
+        fi: FrameIter,
+        make_callback: &mut dyn FnMut() -> RecvCallback,
+    ) -> Option<Result<Value>> {
+        LocalRendezvous::recv(self, key, fi, make_callback)
+    }
+
+    fn abort(&self, status: Status) {
+        LocalRendezvous::abort(self, status)
+    }
+
+    fn abort_status(&self) -> Option<Status> {
+        LocalRendezvous::abort_status(self)
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use graph::{GraphDef, Result, Status, Tensor};
 use kernels::{CallFrame, DeviceContext, StepContext};
-use rendezvous::{completion, CompletionReceiver, LocalRendezvous};
+use rendezvous::{completion, CompletionReceiver, LocalRendezvous, Rendezvous};
 
 use super::actor::{SessionActor, SessionCommand, SessionReply, SessionRequest};
 use super::state::{
@@ -436,7 +436,7 @@ impl Session {
         let step_id = rt.next_step_id();
         let span = tracing::debug_span!("step", step_id);
         let _entered = span.clone().entered();
-        let rendezvous = Arc::new(LocalRendezvous::new());
+        let rendezvous: Arc<dyn Rendezvous> = Arc::new(LocalRendezvous::new());
         let call_frame = Arc::new(CallFrame::new(args, compiled.signature.fetches.len()));
         let devices = rt.devices();
         let mailboxes = compiled
