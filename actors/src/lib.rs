@@ -8,6 +8,7 @@
 //! - [`session`] — the session handle, its master state machine and actor.
 //! - [`device`] — the device actor and its data-plane worker.
 //! - [`input`] — coordinator and queue runners (feature `runtime`).
+//! - [`worker`] — the worker role: `WorkerInterface` and the `LocalWorker`.
 //! - [`executor`] — the per-partition executor state machine.
 //! - [`step`] — a step's shared state across partitions.
 //! - [`stats`] — step statistics.
@@ -25,6 +26,7 @@ pub mod runtime;
 pub mod session;
 pub mod stats;
 pub mod step;
+pub mod worker;
 
 #[cfg(feature = "runtime")]
 pub use runtime::{Runtime, RuntimeOptions};

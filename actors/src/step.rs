@@ -33,7 +33,15 @@ pub struct StepResult {
     pub retvals: Vec<Option<Tensor>>,
     /// Per-partition statistics, when requested.
     pub stats: Vec<StatsCollector>,
+    /// Values the step's client-terminated `_Send`s delivered, by rendezvous key
+    /// (a worker's `recv_key`s; filled by the finisher).
+    pub recvs: Vec<(String, Option<Tensor>)>,
 }
+
+/// Runs once when a step finishes, before its client is completed: it may add to
+/// the result (the values a worker's master asked for by key) and drop the step
+/// from whatever registry found it.
+pub type Finisher = Box<dyn FnOnce(&dyn Rendezvous, &mut StepResult) + Send>;
 
 struct TrackerState {
     error: Option<Status>,
@@ -41,6 +49,7 @@ struct TrackerState {
     stats: Vec<StatsCollector>,
     step_container: Option<(Arc<str>, Vec<Arc<ResourceMgr>>)>,
     cancellation: Option<Arc<rendezvous::CancellationManager>>,
+    finisher: Option<Finisher>,
 }
 
 /// The shared state of one step; see the module docs.
@@ -74,6 +83,7 @@ impl StepTracker {
                 stats: Vec::new(),
                 step_container: None,
                 cancellation: None,
+                finisher: None,
             }),
             rendezvous,
             call_frame,
@@ -89,6 +99,11 @@ impl StepTracker {
     /// when the step finishes.
     pub fn set_step_resources(&self, container: Arc<str>, managers: Vec<Arc<ResourceMgr>>) {
         self.state.lock().step_container = Some((container, managers));
+    }
+
+    /// Sets what runs when the step finishes (see [`Finisher`]).
+    pub fn set_finisher(&self, f: Finisher) {
+        self.state.lock().finisher = Some(f);
     }
 
     /// The step's cancellation manager, cancelled when the step is aborted.
@@ -156,7 +171,7 @@ impl StepTracker {
     }
 
     fn finish(&self) {
-        let (done, status, stats, step_container) = {
+        let (done, status, stats, step_container, finisher) = {
             let mut st = self.state.lock();
             let status = match st.error.clone() {
                 Some(e) => Err(e),
@@ -167,6 +182,7 @@ impl StepTracker {
                 status,
                 std::mem::take(&mut st.stats),
                 st.step_container.take(),
+                st.finisher.take(),
             )
         };
         if let Some((name, managers)) = step_container {
@@ -174,12 +190,17 @@ impl StepTracker {
                 m.cleanup(&name);
             }
         }
+        let mut result = StepResult {
+            status,
+            retvals: self.call_frame.take_retvals(),
+            stats,
+            recvs: Vec::new(),
+        };
+        if let Some(f) = finisher {
+            f(&*self.rendezvous, &mut result);
+        }
         if let Some(done) = done {
-            done.complete(StepResult {
-                status,
-                retvals: self.call_frame.take_retvals(),
-                stats,
-            });
+            done.complete(result);
         }
     }
 }

@@ -93,7 +93,6 @@ pub fn main(args: &InspectArgs) -> Result<()> {
             )
         };
     let step = sess.compiled_step(&feeds, &fetches, &targets)?;
-    let names = sess.runtime().device_names();
 
     let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
     for (_, d) in &step.placement {
@@ -122,7 +121,7 @@ pub fn main(args: &InspectArgs) -> Result<()> {
                 .filter(|n| ops.contains(&n.op.as_str()))
                 .count()
         };
-        let device = names[p.device].clone();
+        let device = p.device.clone();
         println!(
             "  {device}: {} nodes, {} sends, {} recvs",
             p.graph.node.len(),

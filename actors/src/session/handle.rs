@@ -7,17 +7,14 @@ use std::time::Duration;
 
 use actix::{Actor, Addr};
 use graph::{GraphDef, Result, Status, Tensor};
-use kernels::{CallFrame, DeviceContext, StepContext};
-use rendezvous::{completion, CompletionReceiver, LocalRendezvous, Rendezvous};
+use rendezvous::{completion, CompletionReceiver};
 
 use super::actor::{SessionActor, SessionCommand, SessionReply, SessionRequest};
-use super::state::{
-    self, signature_hash, CompiledStep, SessionOptions, SessionState, StepSignature,
-};
-use crate::device::{DeviceMsg, PartitionRun};
+use super::state::{signature_hash, CompiledStep, SessionOptions, SessionState, StepSignature};
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::stats::StatsCollector;
-use crate::step::{StepResult, StepTracker};
+use crate::step::StepResult;
+use crate::worker::{LocalWorker, RunGraphRequest, WorkerInterface};
 
 /// How much a step records about itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,10 +105,8 @@ struct SessionShared {
     closed: AtomicBool,
     builds: Arc<AtomicU64>,
     options: SessionOptions,
-    timer: Arc<dyn kernels::Timer>,
-    /// The runtime's devices as this session sees them (its allocation limit),
-    /// by device index.
-    device_ctxs: Vec<Arc<DeviceContext>>,
+    /// The worker of the runtime's devices for this session.
+    worker: Arc<LocalWorker>,
 }
 
 impl Drop for SessionShared {
@@ -148,24 +143,10 @@ fn closed() -> Status {
     Status::cancelled("Session has been closed.")
 }
 
-/// Per-op timeouts on the actor system's timer (no thread per timeout).
-struct ArbiterTimer(actix_rt::ArbiterHandle);
-
-impl kernels::Timer for ArbiterTimer {
-    fn schedule(&self, after: Duration, f: Box<dyn FnOnce() + Send>) {
-        self.0.spawn(async move {
-            actix_rt::time::sleep(after).await;
-            f();
-        });
-    }
-}
-
 /// What lives as long as the client waits for a step: its `step` span (so the span
-/// covers the whole step, and its partitions' spans nest under it) and its deadline
-/// timer, cancelled when this is dropped.
+/// covers the whole step, and its partitions' spans nest under it).
 struct StepGuard {
     _span: tracing::Span,
-    _cancel: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Session {
@@ -188,28 +169,17 @@ impl Session {
         let id = runtime.next_session_id();
         let _span = tracing::debug_span!("session_create", session = id).entered();
         let default_container: Arc<str> = Arc::from(format!("__session_{id}"));
-        let device_ctxs: Vec<Arc<DeviceContext>> = runtime
-            .devices()
-            .iter()
-            .map(|d| match options.max_allocation_bytes {
-                Some(limit) => Arc::new(d.ctx.view_with_max_allocation_bytes(limit)),
-                None => Arc::clone(&d.ctx),
-            })
-            .collect();
-        let devices = runtime
-            .devices()
-            .iter()
-            .zip(&device_ctxs)
-            .map(|(d, ctx)| state::SessionDevice {
-                name: d.name.clone(),
-                ctx: Arc::clone(ctx),
-            })
-            .collect();
+        let worker = Arc::new(LocalWorker::new(
+            runtime,
+            Arc::clone(&default_container),
+            options.max_allocation_bytes,
+        ));
+        let devices = runtime.devices().iter().map(|d| d.name.clone()).collect();
         let builds = Arc::new(AtomicU64::new(0));
         let st = SessionState::new(
             devices,
+            Arc::clone(&worker) as Arc<dyn WorkerInterface>,
             options.clone(),
-            Arc::clone(&default_container),
             Arc::clone(&builds),
         );
         let actor = SessionActor::start_in_arbiter(runtime.system_arbiter(), move |_| {
@@ -224,8 +194,7 @@ impl Session {
                 closed: AtomicBool::new(false),
                 builds,
                 options,
-                timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
-                device_ctxs,
+                worker,
             }),
         };
         if !graph.node.is_empty() {
@@ -432,89 +401,19 @@ impl Session {
                 .with_node(node));
             }
         }
-        let rt = &self.inner.runtime;
-        let step_id = rt.next_step_id();
+        let step_id = self.inner.runtime.next_step_id();
         let span = tracing::debug_span!("step", step_id);
         let _entered = span.clone().entered();
-        let rendezvous: Arc<dyn Rendezvous> = Arc::new(LocalRendezvous::new());
-        let call_frame = Arc::new(CallFrame::new(args, compiled.signature.fetches.len()));
-        let devices = rt.devices();
-        let mailboxes = compiled
-            .partitions
-            .iter()
-            .map(|p| devices[p.device].mailbox.clone())
-            .collect();
-        let step_container: Arc<str> = Arc::from(format!("__step_{step_id}"));
-        let cancellation = Arc::new(rendezvous::CancellationManager::new());
-        let (tracker, rx) = StepTracker::new(
+        let rx = self.inner.worker.run_graph(RunGraphRequest {
+            handle: Arc::clone(&compiled.handle),
             step_id,
-            compiled.partitions.len(),
-            Arc::clone(&rendezvous),
-            Arc::clone(&call_frame),
-            mailboxes,
-        );
-        tracker.set_cancellation(Arc::clone(&cancellation));
-        tracker.set_step_resources(
-            Arc::clone(&step_container),
-            compiled
-                .partitions
-                .iter()
-                .map(|p| Arc::clone(&devices[p.device].ctx.resources))
-                .collect(),
-        );
-        let collect_stats = options.trace_level == TraceLevel::FullTrace;
-        let guard = StepGuard {
-            _span: span.clone(),
-            _cancel: options
-                .timeout
-                .or(self.inner.options.default_timeout)
-                .map(|d| self.arm_timeout(&tracker, d)),
-        };
-        for p in &compiled.partitions {
-            let dev = &devices[p.device];
-            let step = Arc::new(StepContext {
-                step_id,
-                device: Arc::clone(&self.inner.device_ctxs[p.device]),
-                rendezvous: Arc::clone(&rendezvous),
-                call_frame: Arc::clone(&call_frame),
-                default_container: Arc::clone(&self.inner.default_container),
-                step_container: Arc::clone(&step_container),
-                cancellation: Arc::clone(&cancellation),
-                timer: Arc::clone(&self.inner.timer),
-            });
-            let run = DeviceMsg::Run(Box::new(PartitionRun {
-                plan: Arc::clone(&p.plan),
-                step,
-                tracker: Arc::clone(&tracker),
-                collect_stats,
-                step_span: span.clone(),
-            }));
-            if dev.mailbox.send(run).is_err() {
-                tracker.partition_done(Err(Status::cancelled("the runtime has shut down")), None);
-            }
-        }
-        Ok((rx, guard))
-    }
-
-    fn arm_timeout(
-        &self,
-        tracker: &Arc<StepTracker>,
-        d: Duration,
-    ) -> tokio::sync::oneshot::Sender<()> {
-        let weak = Arc::downgrade(tracker);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        self.inner.runtime.system_arbiter().spawn(async move {
-            tokio::select! {
-                _ = actix_rt::time::sleep(d) => {
-                    if let Some(t) = weak.upgrade() {
-                        tracing::debug!(step = t.step_id, "step deadline exceeded");
-                        t.abort(Status::deadline_exceeded(format!("step timed out after {d:?}")));
-                    }
-                }
-                _ = rx => {}
-            }
-        });
-        tx
+            args,
+            collect_stats: options.trace_level == TraceLevel::FullTrace,
+            timeout: options.timeout.or(self.inner.options.default_timeout),
+            span: Some(span.clone()),
+            ..Default::default()
+        })?;
+        Ok((rx, StepGuard { _span: span }))
     }
 
     fn finish(
@@ -536,16 +435,13 @@ impl Session {
                 .with_node(name.split(':').next().unwrap_or(name))
             })?);
         }
-        let metadata = (options.trace_level == TraceLevel::FullTrace).then(|| {
-            let names = self.inner.runtime.device_names();
-            RunMetadata {
-                step_stats: r.stats,
-                partition_graphs: compiled
-                    .partitions
-                    .iter()
-                    .map(|p| (names[p.device].clone(), p.graph.clone()))
-                    .collect(),
-            }
+        let metadata = (options.trace_level == TraceLevel::FullTrace).then(|| RunMetadata {
+            step_stats: r.stats,
+            partition_graphs: compiled
+                .partitions
+                .iter()
+                .map(|p| (p.device.clone(), p.graph.clone()))
+                .collect(),
         });
         Ok(RunOutput { outputs, metadata })
     }

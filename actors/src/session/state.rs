@@ -1,22 +1,21 @@
 //! [`SessionState`]: the master role of a session as a plain state machine — the
 //! session's graph, and for each step signature the [`CompiledStep`] built once by
-//! rewriting, placing, partitioning and planning it (TensorFlow's
-//! `DirectSession::GetOrCreateExecutors`). The session actor hosts it; tests drive
-//! it directly.
+//! rewriting, placing and partitioning it by task, each task's piece registered
+//! with its worker (TensorFlow's `MasterSession`), which partitions it by device and
+//! plans it. The session actor hosts it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
-use graph::passes::partition::{partition, PartitionDevice};
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
 use graph::passes::shape_inference::infer_shapes;
-use graph::{DeviceName, Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Shape, Status};
-use kernels::{DeviceContext, KernelRegistry, OpKernel};
+use graph::{DeviceName, Graph, GraphDef, NodeDef, OpRegistry, Result, Shape, Status};
+use kernels::KernelRegistry;
 
-use crate::executor::{ExecutorPlan, KernelCache};
+use crate::worker::{RegisterGraphRequest, WorkerInterface};
 
 /// A step signature: feed, fetch and target names, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -65,13 +64,11 @@ pub fn signature_hash(feeds: &[&str], fetches: &[&str], targets: &[&str]) -> u64
     h
 }
 
-/// One partition of a compiled step.
+/// One per-device partition of a compiled step, for inspection.
 pub struct CompiledPartition {
-    /// The device index.
-    pub device: usize,
-    /// The plan.
-    pub plan: Arc<ExecutorPlan>,
-    /// The partition's nodes (for inspection).
+    /// The device's full name.
+    pub device: String,
+    /// The partition's nodes.
     pub graph: GraphDef,
 }
 
@@ -79,7 +76,9 @@ pub struct CompiledPartition {
 pub struct CompiledStep {
     /// The signature.
     pub signature: StepSignature,
-    /// Partitions, by device.
+    /// The step's piece as registered with the worker.
+    pub handle: Arc<str>,
+    /// The worker's partitions, by device.
     pub partitions: Vec<CompiledPartition>,
     /// Feeds, in order.
     pub feeds: Vec<FeedSpec>,
@@ -87,39 +86,6 @@ pub struct CompiledStep {
     pub placement: Vec<(String, String)>,
     /// Send/Recv pairs inserted by partitioning.
     pub transfers: usize,
-}
-
-/// Kernels of stateful ops, shared by every step of a session (TensorFlow's
-/// `OpSegment`), so a random op continues its stream whichever fetches run it.
-#[derive(Default)]
-pub struct SessionKernelCache {
-    map: Mutex<HashMap<(usize, String), Arc<dyn OpKernel>>>,
-}
-
-struct DeviceKernelCache<'a> {
-    cache: &'a SessionKernelCache,
-    device: usize,
-}
-
-impl KernelCache for DeviceKernelCache<'_> {
-    fn get_or_create(
-        &self,
-        node: &Node,
-        create: &mut dyn FnMut() -> Result<Arc<dyn OpKernel>>,
-    ) -> Result<Arc<dyn OpKernel>> {
-        // Runtime-inserted ops (_Arg, _Send, …) differ per signature: never shared.
-        if !node.op_def.is_stateful || node.op().starts_with('_') {
-            return create();
-        }
-        let key = (self.device, node.name().to_owned());
-        let mut m = self.cache.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = m.get(&key) {
-            return Ok(Arc::clone(k));
-        }
-        let k = create()?;
-        m.insert(key, Arc::clone(&k));
-        Ok(k)
-    }
 }
 
 struct RegistrySupport<'a>(&'a KernelRegistry);
@@ -163,24 +129,14 @@ impl Default for SessionOptions {
     }
 }
 
-/// The device facts a session needs.
-#[derive(Clone)]
-pub struct SessionDevice {
-    /// Full name.
-    pub name: DeviceName,
-    /// Kernel-side context.
-    pub ctx: Arc<DeviceContext>,
-}
-
 /// The session's master state; see the module docs.
 pub struct SessionState {
     graph: Graph,
-    devices: Vec<SessionDevice>,
+    devices: Vec<DeviceName>,
+    worker: Arc<dyn WorkerInterface>,
     options: SessionOptions,
     cache: HashMap<StepSignature, Arc<CompiledStep>>,
-    kernels: SessionKernelCache,
     builds: Arc<AtomicU64>,
-    default_container: Arc<str>,
     closed: bool,
     /// The whole graph's placement and frames, for its first `placed_nodes` nodes.
     placed: Option<PlacedGraph>,
@@ -198,21 +154,21 @@ struct PlacedGraph {
 }
 
 impl SessionState {
-    /// A session over `devices`; `builds` counts compiled signatures.
+    /// A session placing on `devices`, all of them `worker`'s; `builds` counts
+    /// compiled signatures.
     pub fn new(
-        devices: Vec<SessionDevice>,
+        devices: Vec<DeviceName>,
+        worker: Arc<dyn WorkerInterface>,
         options: SessionOptions,
-        default_container: Arc<str>,
         builds: Arc<AtomicU64>,
     ) -> SessionState {
         SessionState {
             graph: Graph::new(),
             devices,
+            worker,
             options,
             cache: HashMap::new(),
-            kernels: SessionKernelCache::default(),
             builds,
-            default_container,
             closed: false,
             placed: None,
         }
@@ -257,7 +213,7 @@ impl SessionState {
             let d = &p.placement.device;
             d.iter().map(|&d| (d != usize::MAX).then_some(d)).collect()
         });
-        let names: Vec<DeviceName> = self.devices.iter().map(|d| d.name.clone()).collect();
+        let names = &self.devices;
         let popts = PlacementOptions {
             allow_soft_placement: self.options.allow_soft_placement,
             random_seed: self.options.random_placement_seed,
@@ -266,7 +222,7 @@ impl SessionState {
         let registry = KernelRegistry::global();
         let placement = place_graph(
             &self.graph,
-            &names,
+            names,
             &RegistrySupport(registry),
             &popts,
             &pinned,
@@ -350,57 +306,44 @@ impl SessionState {
             },
             OpRegistry::global(),
         )?;
-        let names: Vec<DeviceName> = self.devices.iter().map(|d| d.name.clone()).collect();
-        let registry = KernelRegistry::global();
         let assignment = self.step_assignment(placed, &g)?;
-        let pdevs: Vec<PartitionDevice> = self
-            .devices
-            .iter()
-            .map(|d| PartitionDevice {
-                name: d.ctx.name.clone(),
-                incarnation: d.ctx.incarnation,
-            })
-            .collect();
-        let parts = partition(&g, &assignment, &pdevs)?;
+        let names: Vec<String> = self.devices.iter().map(ToString::to_string).collect();
+        // The whole step is this process's worker's piece (one task): each node
+        // goes with the name of its device.
+        let mut piece = GraphDef {
+            node: Vec::with_capacity(g.num_nodes()),
+            ..Default::default()
+        };
+        for (n, &d) in g.nodes().iter().zip(&assignment) {
+            let mut def = n.def.clone();
+            def.device.clone_from(&names[d]);
+            piece.node.push(def);
+        }
+        let registered = self
+            .worker
+            .register_graph(RegisterGraphRequest { graph: piece })?;
         tracing::debug!(
             nodes = g.num_nodes(),
-            partitions = parts.per_device.len(),
-            transfers = parts.transfers,
+            partitions = registered.partitions.len(),
+            transfers = registered.transfers,
             "step placed and partitioned"
         );
-        let mut partitions = Vec::new();
-        for (&device, nodes) in &parts.per_device {
-            let gd = GraphDef {
-                node: nodes.clone(),
-                ..Default::default()
-            };
-            let pg = Graph::from_graph_def(&gd, OpRegistry::global())?;
-            let plan = ExecutorPlan::build(
-                &pg,
-                &self.devices[device].ctx,
-                registry,
-                &DeviceKernelCache {
-                    cache: &self.kernels,
-                    device,
-                },
-            )?;
-            partitions.push(CompiledPartition {
-                device,
-                plan: Arc::new(plan),
-                graph: gd,
-            });
-        }
         Ok(CompiledStep {
             signature: sig.clone(),
-            partitions,
+            handle: registered.handle,
+            partitions: registered
+                .partitions
+                .into_iter()
+                .map(|(device, graph)| CompiledPartition { device, graph })
+                .collect(),
             feeds: sg.feeds,
             placement: g
                 .nodes()
                 .iter()
-                .enumerate()
-                .map(|(i, n)| (n.name().to_owned(), names[assignment[i]].to_string()))
+                .zip(&assignment)
+                .map(|(n, &d)| (n.name().to_owned(), names[d].clone()))
                 .collect(),
-            transfers: parts.transfers,
+            transfers: registered.transfers,
         })
     }
 
@@ -426,10 +369,10 @@ impl SessionState {
             return;
         }
         self.closed = true;
-        self.cache.clear();
-        for d in &self.devices {
-            d.ctx.resources.cleanup(&self.default_container);
+        for c in self.cache.drain() {
+            let _ = self.worker.deregister_graph(&c.1.handle);
         }
+        self.worker.cleanup();
     }
 
     /// The session's graph.

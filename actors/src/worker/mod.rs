@@ -1,0 +1,94 @@
+//! The worker role, split from the master as TensorFlow splits them: a master
+//! prunes, places and partitions a step **by task** and talks to each task's worker
+//! only through [`WorkerInterface`]; the worker partitions its piece **by device**,
+//! builds the executors' plans, and runs them with a per-step rendezvous.
+//!
+//! - [`WorkerInterface`] — `register_graph`, `run_graph`, `abort_step`,
+//!   `deregister_graph`, `cleanup` (TensorFlow's `WorkerInterface`, minus the RPCs
+//!   a later layer adds). A session in one process uses [`LocalWorker`]; the
+//!   network's worker client is one more implementation.
+//! - [`LocalWorker`] — the worker of this process's devices for one session (its
+//!   kernels of stateful ops, its default container, its allocation limit).
+//!
+//! Feeds and fetches reach a piece in two ways, as in TensorFlow: in-process, a
+//! master passes `_Arg` values and takes `_Retval`s through the step's call frame
+//! (the fast path a local session uses: no key, no table entry); across processes,
+//! it sends values under rendezvous keys for the piece's client-terminated `_Recv`s
+//! and names the keys of its client-terminated `_Send`s to get back (`send`,
+//! `recv_key` of TensorFlow's `RunGraphRequest`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use graph::{GraphDef, Result, Tensor};
+use rendezvous::CompletionReceiver;
+
+use crate::step::StepResult;
+
+#[cfg(feature = "runtime")]
+mod local;
+#[cfg(feature = "runtime")]
+pub use local::LocalWorker;
+
+/// A task's piece of a step, to be registered with its worker.
+#[derive(Clone, Debug, Default)]
+pub struct RegisterGraphRequest {
+    /// The piece: every node's `device` is the full name of the device it was
+    /// placed on, one of the worker's.
+    pub graph: GraphDef,
+}
+
+/// What registering a piece gave.
+#[derive(Clone, Debug)]
+pub struct RegisteredGraph {
+    /// Names the piece in later calls.
+    pub handle: Arc<str>,
+    /// Its per-device partitions (device name, nodes), for inspection.
+    pub partitions: Vec<(String, GraphDef)>,
+    /// Send/Recv pairs the worker's partitioning inserted between its devices.
+    pub transfers: usize,
+}
+
+/// One run of a registered piece.
+#[derive(Debug, Default)]
+pub struct RunGraphRequest {
+    /// The registered piece.
+    pub handle: Arc<str>,
+    /// The step (the same id on every worker the step runs on).
+    pub step_id: u64,
+    /// In-process feeds: the piece's `_Arg` values, by index.
+    pub args: Vec<Tensor>,
+    /// Values for the piece's client-terminated `_Recv`s, by full rendezvous key.
+    pub sends: Vec<(String, Tensor)>,
+    /// Full rendezvous keys of client-terminated `_Send`s whose values to return.
+    pub recv_keys: Vec<String>,
+    /// Collect per-node statistics.
+    pub collect_stats: bool,
+    /// Abort the run with `DeadlineExceeded` after this long.
+    pub timeout: Option<Duration>,
+    /// The caller's span for the step (partition spans nest under it).
+    pub span: Option<tracing::Span>,
+}
+
+/// A worker as a master sees it; see the module docs.
+pub trait WorkerInterface: Send + Sync {
+    /// Registers a piece (partitioning it by device and building its plans once);
+    /// its handle serves every later run.
+    fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph>;
+
+    /// Runs a registered piece for one step. The receiver completes when every
+    /// partition of the piece has finished (or the run failed or was aborted); the
+    /// result's `retvals` are the `_Retval`s, `recvs` the values under `recv_keys`.
+    fn run_graph(&self, req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>>;
+
+    /// Aborts the worker's part of a step (another worker failed, the master's
+    /// deadline passed): its partitions stop and its rendezvous fails every waiter.
+    fn abort_step(&self, step_id: u64, status: graph::Status);
+
+    /// Forgets a registered piece.
+    fn deregister_graph(&self, handle: &str) -> Result<()>;
+
+    /// Ends the session on this worker: every piece is forgotten and the session's
+    /// default container dropped.
+    fn cleanup(&self);
+}
