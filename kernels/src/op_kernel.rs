@@ -206,6 +206,13 @@ pub trait OpKernel: Send + Sync {
         false
     }
 
+    /// True for the halves of a cross-device edge (`_Send`, `_Recv`): the executor
+    /// runs them even for a dead input, so deadness crosses devices, and a receive
+    /// may produce a dead output.
+    fn is_transfer(&self) -> bool {
+        false
+    }
+
     /// The asynchronous form, for kernels that may wait (Recv, queue ops).
     fn as_async(&self) -> Option<&dyn AsyncOpKernel> {
         None

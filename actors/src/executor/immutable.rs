@@ -444,6 +444,10 @@ impl ExecutorPlan {
             if is_enter {
                 frames[enter_frame].input_count += 1;
             }
+            let is_transfer = kernel.is_transfer();
+            // A Switch's untaken branch, and a receive of a dead value.
+            let may_produce_dead = op_is(node, &["Switch", "RefSwitch"])
+                || (is_transfer && kernel.as_async().is_some());
             let is_exit = op_is(node, &["Exit", "RefExit"]);
             let is_next_iteration = op_is(node, &["NextIteration", "RefNextIteration"]);
             let may_receive_ref = g.in_edges(id).any(|e| !e.is_control() && emits_ref[e.src]);
@@ -466,8 +470,8 @@ impl ExecutorPlan {
                 is_exit,
                 is_next_iteration,
                 is_control_trigger: op_is(node, &["ControlTrigger"]),
-                is_transfer: op_is(node, &["_Send", "_Recv", "_HostSend", "_HostRecv"]),
-                may_produce_dead: op_is(node, &["Switch", "RefSwitch", "_Recv", "_HostRecv"]),
+                is_transfer,
+                may_produce_dead,
                 any_consumer_merge_or_trigger,
                 input_is_ref: node.sig.inputs.iter().map(|t| t.is_ref).collect(),
                 forwards_ref: op_is(node, &["Identity"]),

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use graph::passes::partition::{partition, PartitionDevice};
@@ -76,8 +76,6 @@ impl kernels::Timer for ArbiterTimer {
     }
 }
 
-type Steps = Mutex<HashMap<u64, Weak<StepTracker>>>;
-
 /// The worker of this process's devices for one session; see the module docs.
 pub struct LocalWorker {
     /// The session's view of each runtime device, by device index.
@@ -93,7 +91,6 @@ pub struct LocalWorker {
     kernels: SessionKernelCache,
     pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
     next_handle: AtomicU64,
-    steps: Arc<Steps>,
     timer: Arc<dyn kernels::Timer>,
 }
 
@@ -137,7 +134,6 @@ impl LocalWorker {
             kernels: SessionKernelCache::default(),
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
-            steps: Arc::default(),
             timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
         }
     }
@@ -306,25 +302,18 @@ impl WorkerInterface for LocalWorker {
                 .map(|(d, _)| Arc::clone(&self.resources[*d]))
                 .collect(),
         );
+        // Only a step that needs one pays for a finisher: the deadline's timer is
+        // cancelled when the step ends, and the asked-for keys are collected.
         let deadline = req.timeout.map(|d| self.arm_timeout(&tracker, d));
-        self.steps
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(step_id, Arc::downgrade(&tracker));
-        let steps = Arc::downgrade(&self.steps);
         let recv_keys = req.recv_keys;
-        tracker.set_finisher(Box::new(move |rendezvous, result| {
-            drop(deadline);
-            if let Some(steps) = steps.upgrade() {
-                steps
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&step_id);
-            }
-            if !recv_keys.is_empty() && result.status.is_ok() {
-                collect_recvs(rendezvous, &recv_keys, result);
-            }
-        }));
+        if deadline.is_some() || !recv_keys.is_empty() {
+            tracker.set_finisher(Box::new(move |rendezvous, result| {
+                drop(deadline);
+                if !recv_keys.is_empty() && result.status.is_ok() {
+                    collect_recvs(rendezvous, &recv_keys, result);
+                }
+            }));
+        }
         for (device, plan) in &piece.partitions {
             let step = Arc::new(StepContext {
                 step_id,
@@ -351,14 +340,15 @@ impl WorkerInterface for LocalWorker {
     }
 
     fn abort_step(&self, step_id: u64, status: Status) {
-        let tracker = self
-            .steps
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&step_id)
-            .and_then(Weak::upgrade);
-        if let Some(t) = tracker {
-            t.abort(status);
+        // Every device running a partition of the step stops it, which aborts the
+        // step's table and, through its tracker, the rest of the step. Nothing is
+        // registered per step for this: a mailbox delivers in order, so an abort
+        // sent after `run_graph` returned finds the partitions it dispatched.
+        for m in &self.mailboxes {
+            let _ = m.send(DeviceMsg::Abort {
+                step_id,
+                status: status.clone(),
+            });
         }
     }
 

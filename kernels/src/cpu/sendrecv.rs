@@ -43,6 +43,9 @@ impl OpKernel for SendKernel {
             .rendezvous
             .send(&self.key, ctx.frame_iter(), value)
     }
+    fn is_transfer(&self) -> bool {
+        true
+    }
 }
 
 /// `_Recv`.
@@ -53,6 +56,9 @@ pub struct RecvKernel {
 impl OpKernel for RecvKernel {
     fn compute(&self, _ctx: &mut OpKernelContext<'_>) -> Result<()> {
         Err(Status::internal("Recv is asynchronous"))
+    }
+    fn is_transfer(&self) -> bool {
+        true
     }
     fn as_async(&self) -> Option<&dyn AsyncOpKernel> {
         Some(self)
