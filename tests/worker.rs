@@ -199,3 +199,64 @@ fn unknown_handles_and_foreign_devices_are_clear_errors() {
     assert_eq!(e.code(), Code::NotFound, "{e}");
     rt.shutdown();
 }
+
+/// On a cluster worker a step's table is created by whichever comes first: here a
+/// peer's receive of a value the piece sends to another task waits before the step
+/// runs, gets it when it does, and the step's cleanup leaves nothing behind.
+#[test]
+fn a_peer_receive_may_come_before_the_step_runs() {
+    use actorflow::rendezvous::{FrameIter, ParsedKey, RendezvousMgr};
+    let rt = Runtime::new(RuntimeOptions { cpu_devices: 1 }).unwrap();
+    let mgr = Arc::new(RendezvousMgr::new());
+    let w = LocalWorker::new(&rt, Arc::from("w"), None).with_rendezvous_mgr(Arc::clone(&mgr));
+    let peer = "/job:worker/replica:0/task:1/device:CPU:0";
+    let incarnation = rt.devices()[0].ctx.incarnation;
+    let graph = GraphDef {
+        node: vec![
+            feed("x", "x:0", &dev(0)),
+            NodeDef::new("y", "Neg")
+                .with_input("x")
+                .with_attr("T", DType::F32)
+                .with_device(dev(0)),
+            NodeDef::new("to_peer", "_Send")
+                .with_input("y")
+                .with_attr("T", DType::F32)
+                .with_attr("tensor_name", "y:0")
+                .with_attr("send_device", dev(0))
+                .with_attr("send_device_incarnation", incarnation as i64)
+                .with_attr("recv_device", peer)
+                .with_device(dev(0)),
+        ],
+        ..Default::default()
+    };
+    let reg = w.register_graph(RegisterGraphRequest { graph }).unwrap();
+    let y_key = ParsedKey::new(&dev(0), incarnation, peer, "y:0").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiting = mgr
+        .find_or_create(51)
+        .unwrap()
+        .recv(&y_key, FrameIter::ROOT, || {
+            Box::new(move |v| tx.send(v).unwrap())
+        });
+    assert!(waiting.is_none(), "the peer waits for the step");
+    let r = w
+        .run_graph(RunGraphRequest {
+            handle: Arc::clone(&reg.handle),
+            step_id: 51,
+            sends: vec![(
+                key(CLIENT, INCARNATION, &dev(0), "x:0"),
+                Tensor::scalar(4.0f32),
+            )],
+            ..Default::default()
+        })
+        .unwrap()
+        .wait()
+        .unwrap();
+    r.status.unwrap();
+    assert_eq!(rx.recv().unwrap().unwrap(), Some(Tensor::scalar(-4.0f32)));
+    w.cleanup_step(51);
+    assert!(mgr.is_empty());
+    let e = mgr.find_or_create(51).err().expect("refused after cleanup");
+    assert_eq!(e.code(), Code::Aborted, "{e}");
+    rt.shutdown();
+}

@@ -6,6 +6,8 @@
 //! - [`interface`] — the [`Rendezvous`] trait the kernels and executor see.
 //! - [`local`] — the per-step rendezvous table (send never blocks; recv completes a
 //!   callback; abort wakes every waiter).
+//! - [`mgr`] — a worker's per-step tables, created by whichever of the step's run
+//!   and a peer's receive comes first, removed at cleanup.
 //! - [`cancel`] — cancellation of a step's waiting operations.
 //! - [`handoff`] — mailboxes and one-shot completions that spin, then park.
 
@@ -17,6 +19,7 @@ pub mod handoff;
 pub mod interface;
 pub mod key;
 pub mod local;
+pub mod mgr;
 pub mod sync;
 
 pub use cancel::{CancellationManager, CancellationToken};
@@ -26,3 +29,4 @@ pub use handoff::{
 pub use interface::Rendezvous;
 pub use key::{FrameIter, ParsedKey};
 pub use local::{LocalRendezvous, RecvCallback, Value};
+pub use mgr::RendezvousMgr;

@@ -16,7 +16,7 @@ use graph::passes::partition::{partition, PartitionDevice};
 use graph::{Graph, GraphDef, Node, OpRegistry, Result, Status};
 use kernels::{CallFrame, DeviceContext, KernelRegistry, OpKernel, ResourceMgr, StepContext};
 use rendezvous::{CompletionReceiver, FrameIter, LocalRendezvous, ParsedKey};
-use rendezvous::{MailboxSender, Rendezvous, Value};
+use rendezvous::{MailboxSender, Rendezvous, RendezvousMgr, Value};
 
 use super::{RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface};
 use crate::device::{DeviceMsg, PartitionRun};
@@ -91,6 +91,9 @@ pub struct LocalWorker {
     kernels: SessionKernelCache,
     pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
     next_handle: AtomicU64,
+    /// A cluster worker's per-step tables, shared with the server answering its
+    /// peers' receives; `None` in-process (each step gets a fresh table).
+    rendezvous_mgr: Option<Arc<RendezvousMgr>>,
     timer: Arc<dyn kernels::Timer>,
 }
 
@@ -134,8 +137,16 @@ impl LocalWorker {
             kernels: SessionKernelCache::default(),
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            rendezvous_mgr: None,
             timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
         }
+    }
+
+    /// The same worker taking each step's table from `mgr`, where a peer's
+    /// receive may have created it first (a worker of a cluster).
+    pub fn with_rendezvous_mgr(mut self, mgr: Arc<RendezvousMgr>) -> LocalWorker {
+        self.rendezvous_mgr = Some(mgr);
+        self
     }
 
     fn piece(&self, handle: &str) -> Result<Arc<Piece>> {
@@ -276,7 +287,10 @@ impl WorkerInterface for LocalWorker {
         let span = req
             .span
             .unwrap_or_else(|| tracing::debug_span!("step", step_id));
-        let rendezvous: Arc<dyn Rendezvous> = Arc::new(LocalRendezvous::new());
+        let rendezvous: Arc<dyn Rendezvous> = match &self.rendezvous_mgr {
+            Some(m) => m.find_or_create(step_id)?,
+            None => Arc::new(LocalRendezvous::new()),
+        };
         deliver_sends(&*rendezvous, req.sends)?;
         let call_frame = Arc::new(CallFrame::new(req.args, piece.num_retvals));
         let mailboxes = piece
@@ -349,6 +363,12 @@ impl WorkerInterface for LocalWorker {
                 step_id,
                 status: status.clone(),
             });
+        }
+    }
+
+    fn cleanup_step(&self, step_id: u64) {
+        if let Some(m) = &self.rendezvous_mgr {
+            m.cleanup(step_id);
         }
     }
 

@@ -4,7 +4,7 @@
 //! builds the executors' plans, and runs them with a per-step rendezvous.
 //!
 //! - [`WorkerInterface`] — `register_graph`, `run_graph`, `abort_step`,
-//!   `deregister_graph`, `cleanup` (TensorFlow's `WorkerInterface`, minus the RPCs
+//!   `cleanup_step`, `deregister_graph`, `cleanup` (TensorFlow's `WorkerInterface`, minus the RPCs
 //!   a later layer adds). A session in one process uses [`LocalWorker`]; the
 //!   network's worker client is one more implementation.
 //! - [`LocalWorker`] — the worker of this process's devices for one session (its
@@ -84,6 +84,11 @@ pub trait WorkerInterface: Send + Sync {
     /// Aborts the worker's part of a step (another worker failed, the master's
     /// deadline passed): its partitions stop and its rendezvous fails every waiter.
     fn abort_step(&self, step_id: u64, status: graph::Status);
+
+    /// Ends a step on this worker (TensorFlow's `CleanupGraph`): its table is
+    /// dropped and a peer's receive still waiting in it fails with `Aborted`, as
+    /// does one that arrives later.
+    fn cleanup_step(&self, step_id: u64);
 
     /// Forgets a registered piece.
     fn deregister_graph(&self, handle: &str) -> Result<()>;
