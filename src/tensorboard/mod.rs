@@ -52,8 +52,8 @@ pub mod record;
 mod writer;
 
 pub use graph::proto::summary::{
-    default_bucket_limits, event, summary, Event, Histogram, HistogramProto, Summary,
-    SummaryMetadata, FILE_VERSION,
+    default_bucket_limits, event, summary, Event, Histogram, HistogramProto, MessageBytes, Summary,
+    SummaryExt, SummaryMetadata, FILE_VERSION,
 };
 pub use writer::{parse_events, read_events, FileWriter, WRITER_NAME};
 
