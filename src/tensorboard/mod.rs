@@ -47,7 +47,6 @@
 //! Then `tensorboard --logdir LOGDIR` shows the same data in a browser.
 
 pub mod crc32c;
-mod graph_proto;
 pub mod record;
 mod writer;
 
@@ -59,7 +58,8 @@ pub use writer::{parse_events, read_events, FileWriter, WRITER_NAME};
 
 use graph::{GraphDef, Result};
 
-/// The `GraphDef` proto bytes of `g`, as the graph event carries them.
+/// The `GraphDef` proto bytes of `g`, as the graph event carries them: the
+/// importer's binary export, the one encoder of TensorFlow's `GraphDef`.
 pub fn graph_bytes(g: &GraphDef) -> Result<Vec<u8>> {
-    Ok(graph_proto::graph_def_bytes(g))
+    graph::import::graph_def_to_tf_bytes(g)
 }
