@@ -9,7 +9,7 @@ use actorflow::ops::{self, summary as summary_ops};
 use actorflow::tensorboard::summary::value::Value;
 use actorflow::tensorboard::{
     default_bucket_limits, event, parse_events, read_events, record, Event, FileWriter, Histogram,
-    Summary, FILE_VERSION,
+    MessageBytes, Summary, SummaryExt, FILE_VERSION,
 };
 use actorflow::{Code, DType, Scope, Session, SessionOptions, Shape, Tensor};
 

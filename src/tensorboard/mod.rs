@@ -47,19 +47,19 @@
 //! Then `tensorboard --logdir LOGDIR` shows the same data in a browser.
 
 pub mod crc32c;
-mod graph_proto;
 pub mod record;
 mod writer;
 
 pub use graph::proto::summary::{
-    default_bucket_limits, event, summary, Event, Histogram, HistogramProto, Summary,
-    SummaryMetadata, FILE_VERSION,
+    default_bucket_limits, event, summary, Event, Histogram, HistogramProto, MessageBytes, Summary,
+    SummaryExt, SummaryMetadata, FILE_VERSION,
 };
 pub use writer::{parse_events, read_events, FileWriter, WRITER_NAME};
 
 use graph::{GraphDef, Result};
 
-/// The `GraphDef` proto bytes of `g`, as the graph event carries them.
+/// The `GraphDef` proto bytes of `g`, as the graph event carries them: the
+/// importer's binary export, the one encoder of TensorFlow's `GraphDef`.
 pub fn graph_bytes(g: &GraphDef) -> Result<Vec<u8>> {
-    Ok(graph_proto::graph_def_bytes(g))
+    graph::import::graph_def_to_tf_bytes(g)
 }

@@ -6,7 +6,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use graph::proto::summary::{event, Event, Histogram, SourceMetadata, Summary, FILE_VERSION};
+use graph::proto::summary::{
+    event, Event, Histogram, MessageBytes, SourceMetadata, Summary, SummaryExt, FILE_VERSION,
+};
 use graph::{Code, GraphDef, Result, Status};
 
 use super::record;

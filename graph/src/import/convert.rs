@@ -82,7 +82,7 @@ pub(crate) fn graph_from_proto(
     let functions = p
         .library
         .as_ref()
-        .map(pb::FunctionDefLibrary::function_names)
+        .map(pb::function_names)
         .unwrap_or_default();
     Converted {
         graph: GraphDef { node, versions },

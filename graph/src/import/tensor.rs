@@ -274,10 +274,7 @@ pub fn tensor_from_proto_limited(p: &TensorProto, max_bytes: usize) -> Result<Te
         DType::String => {
             let idx: Vec<usize> = (0..p.string_val.len()).collect();
             let strings = splat(&idx, n, Bytes::new(), |i| {
-                p.string_val
-                    .get(i)
-                    .map(|s| Bytes::copy_from_slice(s))
-                    .unwrap_or_default()
+                p.string_val.get(i).cloned().unwrap_or_default()
             })?;
             Tensor::from_strings(dims, strings)
         }
@@ -384,7 +381,7 @@ pub fn tensor_to_proto(t: &Tensor) -> TensorProto {
         DType::String => {
             let s = t.as_strings().unwrap_or_default();
             let take = if uniform(s.iter()) { 1 } else { s.len() };
-            p.string_val = s.iter().take(take).map(|b| b.to_vec()).collect();
+            p.string_val = s.iter().take(take).cloned().collect();
         }
         DType::Resource => {
             let h = t.as_resource_handles().unwrap_or_default();
@@ -395,7 +392,8 @@ pub fn tensor_to_proto(t: &Tensor) -> TensorProto {
             let bytes = t.as_bytes().unwrap_or_default();
             let splat = n == 1 || (n > 1 && uniform(bytes.chunks_exact(d.size().max(1))));
             if n > 0 && !(splat && push_first(&mut p, t).is_some()) {
-                p.tensor_content = bytes.to_vec();
+                // The tensor's own buffer, shared rather than copied.
+                p.tensor_content = t.to_bytes().unwrap_or_default();
             }
         }
     }

@@ -90,14 +90,14 @@ fn typed_fields_and_splats() {
     );
 
     let mut p = proto(DType::String, &[3]);
-    p.string_val = vec![b"x".to_vec()];
+    p.string_val = vec![Bytes::from_static(b"x")];
     assert_eq!(
         tensor_from_proto(&p).unwrap(),
         Tensor::from_strings(&[3], vec!["x"; 3]).unwrap()
     );
 
     let mut p = proto(DType::Bool, &[2]);
-    p.tensor_content = vec![0, 7];
+    p.tensor_content = vec![0, 7].into();
     assert_eq!(
         tensor_from_proto(&p).unwrap(),
         Tensor::vector(&[false, true])
@@ -105,7 +105,7 @@ fn typed_fields_and_splats() {
 
     // TensorFlow's string tensor_content: varint lengths, then the bytes.
     let mut p = proto(DType::String, &[2]);
-    p.tensor_content = vec![1, 2, b'a', b'b', b'c'];
+    p.tensor_content = vec![1, 2, b'a', b'b', b'c'].into();
     assert_eq!(
         tensor_from_proto(&p).unwrap(),
         Tensor::from_strings(&[2], vec!["a", "bc"]).unwrap()
@@ -170,7 +170,7 @@ fn malformed_protos_are_errors() {
         ),
         (
             TensorProto {
-                tensor_content: vec![0; 7],
+                tensor_content: vec![0; 7].into(),
                 ..proto(DType::F32, &[2])
             },
             Code::InvalidArgument,
@@ -178,7 +178,7 @@ fn malformed_protos_are_errors() {
         ),
         (
             TensorProto {
-                tensor_content: vec![0; 8],
+                tensor_content: vec![0; 8].into(),
                 float_val: vec![1.0],
                 ..proto(DType::F32, &[2])
             },
@@ -187,7 +187,7 @@ fn malformed_protos_are_errors() {
         ),
         (
             TensorProto {
-                tensor_content: vec![5, b'a'],
+                tensor_content: vec![5, b'a'].into(),
                 ..proto(DType::String, &[1])
             },
             Code::InvalidArgument,
@@ -195,7 +195,7 @@ fn malformed_protos_are_errors() {
         ),
         (
             TensorProto {
-                tensor_content: vec![1, 1, b'a', b'b', b'c'],
+                tensor_content: vec![1, 1, b'a', b'b', b'c'].into(),
                 ..proto(DType::String, &[2])
             },
             Code::InvalidArgument,
@@ -203,7 +203,7 @@ fn malformed_protos_are_errors() {
         ),
         (
             TensorProto {
-                tensor_content: vec![1],
+                tensor_content: vec![1].into(),
                 ..proto(DType::Resource, &[1])
             },
             Code::Unimplemented,

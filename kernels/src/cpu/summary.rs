@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::marker::PhantomData;
 
 use graph::proto::summary::summary::{value, Value};
-use graph::proto::summary::{Histogram, Summary};
+use graph::proto::summary::{Histogram, MessageBytes, Summary, SummaryExt};
 use graph::{DType, Result, Status, Tensor, TensorShape};
 
 use crate::cpu::types::{Numeric, NUMERIC_DTYPES};

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::reader::{BodyFn, Reader};
 use crate::proto::attr::{AttrValue, AttrValueKind, ListValue, NameAttrList};
 use crate::proto::graph::{
-    FunctionDef, FunctionDefLibrary, FunctionSignature, GradientDef, GraphDef, NodeDef, VersionDef,
+    FunctionDef, FunctionDefLibrary, GradientDef, GraphDef, NodeDef, OpDef, VersionDef,
 };
 use crate::proto::tensor::{
     Dim, DtypeAndShape, ResourceHandleProto, TensorProto, TensorShapeProto, VariantTensorDataProto,
@@ -155,11 +155,11 @@ fn tensor(r: &mut Reader<'_>, close: Option<u8>) -> Result<TensorProto> {
             "dtype" => t.dtype = r.scalar(Reader::dtype)?,
             "tensor_shape" => t.tensor_shape = Some(r.message(shape)?),
             "version_number" => t.version_number = r.scalar(Reader::int::<i32>)?,
-            "tensor_content" => t.tensor_content = r.scalar(Reader::bytes)?,
+            "tensor_content" => t.tensor_content = r.scalar(Reader::bytes)?.into(),
             "float_val" => r.repeated(&mut t.float_val, Reader::float32)?,
             "double_val" => r.repeated(&mut t.double_val, Reader::float64)?,
             "int_val" => r.repeated(&mut t.int_val, Reader::int::<i32>)?,
-            "string_val" => r.repeated(&mut t.string_val, Reader::bytes)?,
+            "string_val" => r.repeated(&mut t.string_val, Reader::shared_bytes)?,
             "scomplex_val" => r.repeated(&mut t.scomplex_val, Reader::float32)?,
             "int64_val" => r.repeated(&mut t.int64_val, Reader::int::<i64>)?,
             "bool_val" => r.repeated(&mut t.bool_val, Reader::boolean)?,
@@ -244,8 +244,8 @@ fn library(r: &mut Reader<'_>, close: Option<u8>) -> Result<FunctionDefLibrary> 
 
 fn function_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<FunctionDef> {
     let mut d = FunctionDef::default();
-    let signature: BodyFn<'_, FunctionSignature> = |r, close| {
-        let mut s = FunctionSignature::default();
+    let signature: BodyFn<'_, OpDef> = |r, close| {
+        let mut s = OpDef::default();
         while let Some(f) = r.next_field(close)? {
             match f.as_str() {
                 "name" => s.name = r.scalar(Reader::string)?,

@@ -155,6 +155,11 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A string literal as a `bytes::Bytes` (for the fields the proto crate shares).
+    pub(crate) fn shared_bytes(&mut self) -> Result<bytes::Bytes> {
+        self.bytes().map(bytes::Bytes::from)
+    }
+
     /// A string literal that must be UTF-8.
     pub(crate) fn string(&mut self) -> Result<String> {
         let b = self.bytes()?;
@@ -260,7 +265,7 @@ impl<'a> Reader<'a> {
         if let Tok::Ident(s) = self.lx.peek()? {
             let s = s.clone();
             self.lx.next_tok()?;
-            return TfDataType::from_name(&s)
+            return TfDataType::from_str_name(&s)
                 .map(|t| t as i32)
                 .ok_or_else(|| self.error(format!("unknown DataType '{s}'")));
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::proto::attr::{AttrValue, AttrValueKind, ListValue, NameAttrList};
 use crate::proto::graph::{
-    FunctionDef, FunctionDefLibrary, FunctionSignature, GradientDef, NodeDef, VersionDef,
+    FunctionDef, FunctionDefLibrary, GradientDef, NodeDef, OpDef, VersionDef,
 };
 use crate::proto::tensor::{
     Dim, DtypeAndShape, ResourceHandleProto, TensorProto, TensorShapeProto, VariantTensorDataProto,
@@ -91,7 +91,7 @@ fn parses_tensorflow_output() {
     let Some(AttrValueKind::Tensor(t)) = &c.attr["value"].value else {
         panic!("{c:?}")
     };
-    assert_eq!(t.tensor_content, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
+    assert_eq!(t.tensor_content[..], [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
     assert_eq!(t.tensor_shape.as_ref().unwrap().dim[0].size, 2);
     let v = &g.node[1];
     assert_eq!(v.device, "/device:CPU:0");
@@ -128,11 +128,14 @@ fn rich_graph() -> GraphDef {
         dtype: 1,
         tensor_shape: Some(shape(&[2, -1])),
         version_number: 1,
-        tensor_content: (0..=255u8).collect(),
+        tensor_content: (0..=255u8).collect::<Vec<u8>>().into(),
         float_val: vec![1.5, -0.0, f32::INFINITY, f32::NEG_INFINITY, 1e-30, 3.4e38],
         double_val: vec![0.1, 1e300],
         int_val: vec![i32::MIN, -1, 0, i32::MAX],
-        string_val: vec![b"a\"b'c\\".to_vec(), vec![0, 10, 200, 255]],
+        string_val: vec![
+            bytes::Bytes::from_static(b"a\"b'c\\"),
+            bytes::Bytes::from_static(&[0, 10, 200, 255]),
+        ],
         scomplex_val: vec![1.0, 2.0],
         int64_val: vec![i64::MIN, i64::MAX],
         bool_val: vec![true, false],
@@ -220,7 +223,7 @@ fn rich_graph() -> GraphDef {
         ],
         library: Some(FunctionDefLibrary {
             function: vec![FunctionDef {
-                signature: Some(FunctionSignature { name: "f".into() }),
+                signature: Some(OpDef { name: "f".into() }),
                 node_def: vec![NodeDef {
                     name: "inner".into(),
                     ..Default::default()

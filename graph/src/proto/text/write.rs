@@ -55,7 +55,7 @@ fn f64_text(v: f64) -> String {
 
 fn dtype_text(v: i32) -> String {
     match TfDataType::try_from(v) {
-        Ok(t) => t.name().to_owned(),
+        Ok(t) => t.as_str_name().to_owned(),
         Err(_) => v.to_string(),
     }
 }

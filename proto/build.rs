@@ -1,0 +1,74 @@
+//! Compiles the `.proto` files under `protos/` into Rust: protox (a protobuf
+//! compiler written in Rust, so no system `protoc`) parses them into a
+//! `FileDescriptorSet`, and tonic-prost-build turns that into prost messages and
+//! tonic clients and servers, written to `OUT_DIR` and included by `src/lib.rs`.
+
+use std::path::Path;
+
+/// Every file to compile; the files they import are found under `protos/`.
+const PROTOS: &[&str] = &[
+    "tensorflow/core/framework/allocation_description.proto",
+    "tensorflow/core/framework/attr_value.proto",
+    "tensorflow/core/framework/cost_graph.proto",
+    "tensorflow/core/framework/device_attributes.proto",
+    "tensorflow/core/framework/function.proto",
+    "tensorflow/core/framework/graph.proto",
+    "tensorflow/core/framework/node_def.proto",
+    "tensorflow/core/framework/op_def.proto",
+    "tensorflow/core/framework/resource_handle.proto",
+    "tensorflow/core/framework/step_stats.proto",
+    "tensorflow/core/framework/summary.proto",
+    "tensorflow/core/framework/tensor.proto",
+    "tensorflow/core/framework/tensor_description.proto",
+    "tensorflow/core/framework/tensor_shape.proto",
+    "tensorflow/core/framework/types.proto",
+    "tensorflow/core/framework/versions.proto",
+    "tensorflow/core/protobuf/cluster.proto",
+    "tensorflow/core/protobuf/config.proto",
+    "tensorflow/core/protobuf/debug.proto",
+    "tensorflow/core/protobuf/master.proto",
+    "tensorflow/core/protobuf/master_service.proto",
+    "tensorflow/core/protobuf/named_tensor.proto",
+    "tensorflow/core/protobuf/rewriter_config.proto",
+    "tensorflow/core/protobuf/tensorflow_server.proto",
+    "tensorflow/core/protobuf/worker.proto",
+    "tensorflow/core/protobuf/worker_service.proto",
+    "tensorflow/core/util/event.proto",
+    "xla/tsl/protobuf/error_codes.proto",
+    "xla/tsl/protobuf/histogram.proto",
+    "xla/tsl/protobuf/rpc_options.proto",
+];
+
+/// Large `bytes` fields decoded as `bytes::Bytes`, so that a tensor's buffer is
+/// shared with the message it came from instead of copied.
+const SHARED_BYTES: &[&str] = &[
+    ".tensorflow.TensorProto.tensor_content",
+    ".tensorflow.TensorProto.string_val",
+];
+
+/// Oneof members boxed to keep their enums small (a `TensorProto` is a few hundred
+/// bytes; the other members are a few words).
+const BOXED: &[&str] = &[
+    ".tensorflow.AttrValue.value.tensor",
+    ".tensorflow.Summary.Value.value.tensor",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = Path::new("protos");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let fds = protox::compile(PROTOS, [root])?;
+    let mut builder = tonic_prost_build::configure()
+        // The servers and clients use only tonic's codegen, not its transport:
+        // the crates that serve or call enable that themselves.
+        .build_transport(false)
+        // Maps as BTreeMap: encoding is deterministic (keys sorted).
+        .btree_map(".");
+    for path in SHARED_BYTES {
+        builder = builder.bytes(path);
+    }
+    for path in BOXED {
+        builder = builder.boxed(path);
+    }
+    builder.compile_fds(fds)?;
+    Ok(())
+}
