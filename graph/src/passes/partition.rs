@@ -1,41 +1,74 @@
 //! Partitioning (TensorFlow's `graph_partition.cc`): splits a placed graph into one
-//! node list per device. Every data edge between devices becomes a `_Send` on the
-//! source device and a `_Recv` on the destination, **one pair per (tensor,
-//! destination device)** however many consumers read it there. A control edge
-//! between devices becomes a dummy `Const` on the source (run after the source), sent
-//! to a `_Recv` followed by an `Identity` that the destination waits on (so a dead
-//! source makes the destination dead, as a local control edge would).
+//! node list per *location*. [`partition`] makes every device its own location;
+//! [`partition_by_location`] groups devices (a master splitting a step by task, each
+//! worker splitting its piece by device again: see *Two levels* below).
 //!
-//! **Loops across devices.** A `_Recv` has no inputs, so on its own it would run once
-//! in the root frame. For an edge inside a loop frame, the destination device gets a
-//! *control loop* for that frame (once per frame and device, nested loops stacked):
-//! `Enter → Merge → Switch(LoopCond) → NextIteration → Merge`, driven by the frame's
-//! `LoopCond` (received from its device every iteration), and every `_Recv` of the
-//! frame on that device waits on the control loop's `Merge`. Each partition thus
-//! iterates in step with the one that decides the loop, and Send/Recv pairs meet
-//! under keys carrying the same frame and iteration. A device that hosts part of a
-//! frame spread over several devices but has no `NextIteration` of it gets a
-//! control loop too, so the loop invariants there are read in every iteration. (The
-//! placer keeps each loop variable's `Enter`/`Merge`/`Switch`/`NextIteration`/`Exit`
-//! together, so no back edge ever crosses devices.)
+//! Every data edge between locations becomes a `_Send` on the source's device and a
+//! `_Recv` in the destination location, **one pair per (tensor, destination
+//! location)** however many consumers read it there. A control edge between
+//! locations becomes a dummy `Const` on the source (run after the source), sent to a
+//! `_Recv` followed by an `Identity` that the destination waits on (so a dead source
+//! makes the destination dead, as a local control edge would). An edge inside one
+//! location stays as it is, whatever the devices of its ends.
+//!
+//! **Loops across locations.** A `_Recv` has no inputs, so on its own it would run
+//! once in the root frame. For an edge inside a loop frame, the destination location
+//! gets a *control loop* for that frame (once per frame and location, nested loops
+//! stacked): `Enter → Merge → Switch(pivot) → NextIteration → Merge`, driven by the
+//! frame's pivot predicate (its `LoopCond`, received from its location every
+//! iteration), and every `_Recv` of the frame in that location waits on the control
+//! loop's `Merge`. Each partition thus iterates in step with the one that decides
+//! the loop, and Send/Recv pairs meet under keys carrying the same frame and
+//! iteration. A location that hosts part of a frame spread over several locations
+//! but has no `NextIteration` of it gets a control loop too, so the loop invariants
+//! there are read in every iteration. (The placer keeps each loop variable's
+//! `Enter`/`Merge`/`Switch`/`NextIteration`/`Exit` together, so no back edge ever
+//! crosses devices.)
 //!
 //! **Forwarded variable references.** An `Identity` of a reference variable
-//! (`v/read`) forwards the reference unread: on one device its consumer reads the
+//! (`v/read`) forwards the reference unread: in one location its consumer reads the
 //! variable when the consumer runs, after its control inputs (the assignments
 //! `tf.control_dependencies` orders it after). A shared `_Send` would read it as
-//! soon as `v/read` ran. So a cross-device edge from such a node into a consumer
-//! with control inputs gets a `_Send`/`_Recv` pair of its own, and that `_Send`
-//! waits for the consumer's control inputs (brought to the variable's device as
-//! control transfers when they run elsewhere). No cycle can arise: that pair feeds
-//! the consumer alone, so a control input that depended on it would depend on the
-//! consumer. A consumer without control inputs shares the pair, reading the
-//! variable early as TensorFlow's partitions do.
+//! soon as `v/read` ran. So an edge between locations from such a node into a
+//! consumer with control inputs gets a `_Send`/`_Recv` pair of its own, and that
+//! `_Send` waits for the consumer's control inputs (brought to the variable's
+//! location as control transfers when they run elsewhere). No cycle can arise: that
+//! pair feeds the consumer alone, so a control input that depended on it would
+//! depend on the consumer. A consumer without control inputs shares the pair,
+//! reading the variable early as TensorFlow's partitions do.
+//!
+//! **Placement of inserted nodes.** Every node of the output, original or inserted,
+//! carries the full name of its device in `device`. A `_Send`, and a control
+//! transfer's `Const`, go on the source node's device. A shared `_Recv` goes on the
+//! device of the consumer that first asks for it (nodes in order, after the control
+//! loops of spread frames); the consumers on other devices of its location read it
+//! across devices. A control transfer's `_Recv` and `Identity` likewise. The control
+//! loop of (frame, location) goes on the device of the first node (in node order)
+//! of that location that runs in the frame or whose output enters it (an `Enter`);
+//! an outer frame's loop that no node there runs in goes with its inner loop.
+//!
+//! **Names.** Inserted nodes are named after the locations they connect:
+//! `{src}/_{port}_{from}_to_{to}/{send,recv}` (with `/for/{consumer}` for a
+//! dedicated reference pair), `{src}/_ctrl_{from}_to_{to}/{const,send,recv,identity}`
+//! and `_cf/{frame}/{at}/{dummy,enter,merge,switch,next}`, where a location is
+//! written as its index when each device is its own location (the device index, as
+//! [`partition`] names them) and as `loc{index}` otherwise, so the names a worker's
+//! per-device partition of a piece adds never collide with those of the first level.
+//!
+//! **Two levels.** A location's piece is a plain graph whose nodes name their
+//! devices, and [`partition`] splits it by device again: the edges between devices
+//! of one location, left alone here, become transfers there, and a frame spread
+//! over devices of the piece gets that level's control loops. A piece that lacks
+//! its frame's `LoopCond` (it runs in another location) still has a pivot: the
+//! predicate of a loop `Switch` (one whose data input is a `Merge` fed by a
+//! `NextIteration`): the `_Recv` of the `LoopCond` that this level gave the
+//! piece's control loop and loop variables.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::node_def::TensorId;
 use crate::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
-use crate::{DType, Graph, NodeDef, Result, Status, Tensor};
+use crate::{DType, Graph, NodeDef, NodeId, Result, Status, Tensor};
 
 /// A device as partitioning names it.
 #[derive(Clone, Debug)]
@@ -49,7 +82,8 @@ pub struct PartitionDevice {
 /// The partitions of a graph.
 #[derive(Clone, Debug, Default)]
 pub struct Partitions {
-    /// Node lists by device index.
+    /// Node lists by location index: by device index for [`partition`], by
+    /// `location[d]` for [`partition_by_location`]. Every node names its device.
     pub per_device: BTreeMap<usize, Vec<NodeDef>>,
     /// The number of `_Send`/`_Recv` pairs inserted.
     pub transfers: usize,
@@ -76,59 +110,114 @@ fn tensor_ref(node: &str, port: i32) -> String {
     }
 }
 
+/// Per frame, the predicate its control loops switch on: its `LoopCond`, else the
+/// predicate of a loop `Switch` of the frame (see the module docs).
+fn frame_pivots(g: &Graph, cf: &ControlFlowInfo) -> Vec<Option<(NodeId, i32)>> {
+    let mut pivots: Vec<Option<(NodeId, i32)>> = cf
+        .frames
+        .iter()
+        .map(|f| f.loop_cond.map(|lc| (lc, 0)))
+        .collect();
+    let is = |id: NodeId, ops: &[&str]| ops.contains(&g.node(id).op());
+    for id in 0..g.num_nodes() {
+        let f = cf.frame_of[id];
+        if pivots[f].is_some() || !is(id, &["Switch", "RefSwitch"]) {
+            continue;
+        }
+        let (Some(data), Some(pred)) = (g.data_input(id, 0), g.data_input(id, 1)) else {
+            continue;
+        };
+        let loop_merge = is(data.src, &["Merge", "RefMerge"])
+            && g.in_edges(data.src)
+                .any(|e| !e.is_control() && is(e.src, &["NextIteration", "RefNextIteration"]));
+        if loop_merge {
+            pivots[f] = Some((pred.src, pred.src_output));
+        }
+    }
+    pivots
+}
+
 struct Partitioner<'a> {
     g: &'a Graph,
     assignment: &'a [usize],
     devices: &'a [PartitionDevice],
+    /// Location per device.
+    location: &'a [usize],
+    /// Each device is its own location: names carry plain indices.
+    by_device: bool,
     cf: ControlFlowInfo,
+    /// Per frame, the predicate its control loops switch on.
+    pivots: Vec<Option<(NodeId, i32)>>,
+    /// Per (frame, location), the device of its control loop.
+    loop_devices: HashMap<(usize, usize), usize>,
     /// Nodes whose output may be a forwarded variable reference.
     refs: Vec<bool>,
     out: Partitions,
+    /// Inserted nodes, by location.
     extra: Vec<(usize, NodeDef)>,
+    /// Shared `_Recv`s, by (source, port, location).
     recvs: HashMap<(usize, i32, usize), String>,
+    /// Control transfers' `Identity`s, by (source, location).
     ctrl_recvs: HashMap<(usize, usize), String>,
     /// Dedicated pairs of forwarded references, by (source, port, consumer).
     ref_recvs: HashMap<(usize, i32, usize), String>,
+    /// Control loops' `Merge`s, by (frame, location).
     control_loops: HashMap<(usize, usize), String>,
 }
 
 impl Partitioner<'_> {
-    /// The `Merge` of the control loop of `frame` on device `d`, built on first use.
-    fn control_merge(&mut self, frame: usize, d: usize) -> Result<String> {
-        if let Some(m) = self.control_loops.get(&(frame, d)) {
+    fn loc_of(&self, id: NodeId) -> usize {
+        self.location[self.assignment[id]]
+    }
+
+    /// How names write location `l` (see the module docs).
+    fn tag(&self, l: usize) -> String {
+        if self.by_device {
+            l.to_string()
+        } else {
+            format!("loc{l}")
+        }
+    }
+
+    /// The `Merge` of the control loop of `frame` in location `l`, built on first
+    /// use; `near` is the device of the node that needs it, where the loop goes when
+    /// no node of `l` runs in the frame (an outer frame of a nested loop).
+    fn control_merge(&mut self, frame: usize, l: usize, near: usize) -> Result<String> {
+        if let Some(m) = self.control_loops.get(&(frame, l)) {
             return Ok(m.clone());
         }
         let desc = self.cf.frames[frame].clone();
         let parent = desc
             .parent
             .ok_or_else(|| Status::internal("control loop requested for the root frame"))?;
+        let d = self.loop_devices.get(&(frame, l)).copied().unwrap_or(near);
         let dev = self.devices[d].name.clone();
-        let base = format!("_cf/{}/{d}", desc.name);
+        let base = format!("_cf/{}/{}", desc.name, self.tag(l));
         let enter_input = if parent == 0 {
             let c = NodeDef::new(format!("{base}/dummy"), "Const")
                 .with_attr("dtype", DType::F32)
                 .with_attr("value", Tensor::zeros(DType::F32, [0]))
                 .with_device(dev.clone());
             let name = c.name.clone();
-            self.extra.push((d, c));
+            self.extra.push((l, c));
             name
         } else {
-            self.control_merge(parent, d)?
+            self.control_merge(parent, l, d)?
         };
         let merge = format!("{base}/merge");
         let next = format!("{base}/next");
         let switch = format!("{base}/switch");
-        self.control_loops.insert((frame, d), merge.clone());
-        let loop_cond = desc.loop_cond.ok_or_else(|| {
+        self.control_loops.insert((frame, l), merge.clone());
+        let (pivot, port) = self.pivots[frame].ok_or_else(|| {
             Status::invalid_argument(format!(
                 "A cross-device loop must have a pivot predicate: {}",
                 desc.name
             ))
         })?;
-        let pred = if self.assignment[loop_cond] == d {
-            self.g.node(loop_cond).name().to_owned()
+        let pred = if self.loc_of(pivot) == l {
+            tensor_ref(self.g.node(pivot).name(), port)
         } else {
-            self.recv_for(loop_cond, 0, d, frame)?
+            self.recv_for(pivot, port, d, frame)?
         };
         let f = DType::F32;
         for n in [
@@ -151,14 +240,15 @@ impl Partitioner<'_> {
                 .with_input(format!("{switch}:1"))
                 .with_attr("T", f),
         ] {
-            self.extra.push((d, n.with_device(dev.clone())));
+            self.extra.push((l, n.with_device(dev.clone())));
         }
         Ok(merge)
     }
 
-    /// The `_Recv` on device `d` of output `port` of `src`, read in `frame`.
+    /// The `_Recv` in the location of device `d` of output `port` of `src`, read in
+    /// `frame`; a new one goes on `d`.
     fn recv_for(&mut self, src: usize, port: i32, d: usize, frame: usize) -> Result<String> {
-        if let Some(n) = self.recvs.get(&(src, port, d)) {
+        if let Some(n) = self.recvs.get(&(src, port, self.location[d])) {
             return Ok(n.clone());
         }
         self.transfer(src, port, d, frame, None)
@@ -174,7 +264,7 @@ impl Partitioner<'_> {
         let (sd, d) = (self.assignment[src], self.assignment[dst]);
         let mut waits = Vec::new();
         for e in g.in_edges(dst).filter(|e| e.is_control()) {
-            if self.assignment[e.src] == sd {
+            if self.loc_of(e.src) == self.location[sd] {
                 waits.push(format!("^{}", g.node(e.src).name()));
             } else {
                 waits.push(format!("^{}", self.ctrl_recv_for(e.src, sd, frame)?));
@@ -188,7 +278,7 @@ impl Partitioner<'_> {
     /// Adds a `_Send` of output `port` of `src` and its `_Recv` on device `d`, read
     /// in `frame`; `reader` names the one consumer of a dedicated pair and the
     /// control inputs of its `_Send`; a shared pair is remembered for the other
-    /// consumers on `d`. Returns the `_Recv`'s name.
+    /// consumers in `d`'s location. Returns the `_Recv`'s name.
     fn transfer(
         &mut self,
         src: usize,
@@ -199,6 +289,7 @@ impl Partitioner<'_> {
     ) -> Result<String> {
         let g = self.g;
         let sd = self.assignment[src];
+        let (sl, dl) = (self.location[sd], self.location[d]);
         let src_name = g.node(src).name().to_owned();
         let dtype = g
             .node(src)
@@ -206,8 +297,8 @@ impl Partitioner<'_> {
             .ok_or_else(|| Status::internal("bad port"))?
             .dtype;
         let (mut base, mut tensor_name) = (
-            format!("{src_name}/_{port}_{sd}_to_{d}"),
-            format!("{src_name}:{port}->{d}"),
+            format!("{src_name}/_{port}_{}_to_{}", self.tag(sl), self.tag(dl)),
+            format!("{src_name}:{port}->{}", self.tag(dl)),
         );
         let mut waits = Vec::new();
         let shared = reader.is_none();
@@ -235,27 +326,29 @@ impl Partitioner<'_> {
         let rname = recv.name.clone();
         if shared {
             // before the control loop, whose predicate may be this very tensor
-            self.recvs.insert((src, port, d), rname.clone());
+            self.recvs.insert((src, port, dl), rname.clone());
         }
         if frame != 0 {
-            let m = self.control_merge(frame, d)?;
+            let m = self.control_merge(frame, dl, d)?;
             recv.input.push(format!("^{m}"));
         }
-        self.extra.push((sd, send));
-        self.extra.push((d, recv));
+        self.extra.push((sl, send));
+        self.extra.push((dl, recv));
         self.out.transfers += 1;
         Ok(rname)
     }
 
-    /// The node on device `d` that completes after `src` ran (a control edge): an
-    /// `Identity` of a `_Recv`.
+    /// The node in the location of device `d` that completes after `src` ran (a
+    /// control edge): an `Identity` of a `_Recv`, both new ones on `d`.
     fn ctrl_recv_for(&mut self, src: usize, d: usize, frame: usize) -> Result<String> {
-        if let Some(n) = self.ctrl_recvs.get(&(src, d)) {
+        let dl = self.location[d];
+        if let Some(n) = self.ctrl_recvs.get(&(src, dl)) {
             return Ok(n.clone());
         }
         let sd = self.assignment[src];
+        let sl = self.location[sd];
         let src_name = self.g.node(src).name().to_owned();
-        let base = format!("{src_name}/_ctrl_{sd}_to_{d}");
+        let base = format!("{src_name}/_ctrl_{}_to_{}", self.tag(sl), self.tag(dl));
         let tensor_name = format!("{base}:ctrl");
         let (sdev, ddev) = (self.devices[sd].clone(), self.devices[d].clone());
         let c = NodeDef::new(format!("{base}/const"), "Const")
@@ -283,30 +376,31 @@ impl Partitioner<'_> {
         // Consumers wait on an Identity of the received value, not on the `_Recv`
         // itself: a `_Recv` of a dead value runs live (only its output is dead), and
         // a control edge carries the deadness of its source node, so without the
-        // Identity a node behind a dead control input on another device would run.
+        // Identity a node behind a dead control input in another location would run.
         let identity = NodeDef::new(format!("{base}/identity"), "Identity")
             .with_input(recv.name.clone())
             .with_attr("T", DType::F32)
             .with_device(ddev.name.clone());
         let iname = identity.name.clone();
-        self.ctrl_recvs.insert((src, d), iname.clone());
+        self.ctrl_recvs.insert((src, dl), iname.clone());
         if frame != 0 {
-            let m = self.control_merge(frame, d)?;
+            let m = self.control_merge(frame, dl, d)?;
             recv.input.push(format!("^{m}"));
         }
-        self.extra.push((sd, c));
-        self.extra.push((sd, send));
-        self.extra.push((d, recv));
-        self.extra.push((d, identity));
+        self.extra.push((sl, c));
+        self.extra.push((sl, send));
+        self.extra.push((dl, recv));
+        self.extra.push((dl, identity));
         self.out.transfers += 1;
         Ok(iname)
     }
 
-    /// Control loops for every device that hosts part of a loop frame spread over
-    /// several devices and does not iterate that frame by itself (no
+    /// Control loops for every location that hosts part of a loop frame spread over
+    /// several locations and does not iterate that frame by itself (no
     /// `NextIteration` of it there): without one, a node there that reads only loop
-    /// invariants, or an `Enter` sending to another device, would run in the first
-    /// iteration only while its consumer waits in every iteration.
+    /// invariants, or an `Enter` sending to another location, would run in the
+    /// first iteration only while its consumer waits in every iteration. Also
+    /// records where each (frame, location)'s control loop goes.
     fn add_hosting_control_loops(&mut self) -> Result<()> {
         let g = self.g;
         let nf = self.cf.frames.len();
@@ -316,18 +410,21 @@ impl Partitioner<'_> {
         let mut hosts: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nf];
         let mut iterates: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nf];
         for id in 0..g.num_nodes() {
-            let d = self.assignment[id];
-            hosts[self.cf.frame_of[id]].insert(d);
-            hosts[self.cf.output_frame(g, id)].insert(d);
+            let (d, l) = (self.assignment[id], self.loc_of(id));
+            for f in [self.cf.frame_of[id], self.cf.output_frame(g, id)] {
+                hosts[f].insert(l);
+                self.loop_devices.entry((f, l)).or_insert(d);
+            }
             if matches!(g.node(id).op(), "NextIteration" | "RefNextIteration") {
-                iterates[self.cf.frame_of[id]].insert(d);
+                iterates[self.cf.frame_of[id]].insert(l);
             }
         }
         for f in 1..nf {
             if hosts[f].len() > 1 {
-                for &d in &hosts[f] {
-                    if !iterates[f].contains(&d) {
-                        self.control_merge(f, d)?;
+                for &l in &hosts[f] {
+                    if !iterates[f].contains(&l) {
+                        let d = self.loop_devices[&(f, l)];
+                        self.control_merge(f, l, d)?;
                     }
                 }
             }
@@ -341,12 +438,9 @@ impl Partitioner<'_> {
         for id in 0..g.num_nodes() {
             let node = g.node(id);
             let d = self.assignment[id];
-            let dev = self
-                .devices
-                .get(d)
-                .ok_or_else(|| Status::internal(format!("device index {d} out of range")))?;
+            let l = self.location[d];
             let mut def = node.def.clone();
-            def.device = dev.name.clone();
+            def.device = self.devices[d].name.clone();
             // The frame the inputs of this node live in.
             let frame = self.cf.frame_of[id];
             let mut data_index = 0;
@@ -359,7 +453,7 @@ impl Partitioner<'_> {
                 if !t.is_control() {
                     data_index += 1;
                 }
-                if self.assignment[src] == d {
+                if self.loc_of(src) == l {
                     inputs.push(s.clone());
                 } else if t.is_control() {
                     let r = self.ctrl_recv_for(src, d, frame)?;
@@ -379,29 +473,61 @@ impl Partitioner<'_> {
             // Control inputs must follow data inputs.
             inputs.sort_by_key(|s| s.starts_with('^'));
             def.input = inputs;
-            self.out.per_device.entry(d).or_default().push(def);
+            self.out.per_device.entry(l).or_default().push(def);
         }
-        for (d, n) in std::mem::take(&mut self.extra) {
-            self.out.per_device.entry(d).or_default().push(n);
+        for (l, n) in std::mem::take(&mut self.extra) {
+            self.out.per_device.entry(l).or_default().push(n);
         }
         Ok(self.out)
     }
 }
 
-/// Splits `g` by `assignment` (a device index per node); see the module docs.
+/// Splits `g` by `assignment` (a device index per node), each device its own
+/// location: `partition_by_location` with `location[d] = d`. See the module docs.
 pub fn partition(
     g: &Graph,
     assignment: &[usize],
     devices: &[PartitionDevice],
 ) -> Result<Partitions> {
+    let identity: Vec<usize> = (0..devices.len()).collect();
+    partition_by_location(g, assignment, devices, &identity)
+}
+
+/// Splits `g` by location: `assignment` gives each node's device index, `location[d]`
+/// gives device d's location (e.g. its task). Edges between nodes of one location
+/// stay as they are, whatever their devices; every other edge becomes a transfer, one
+/// per (tensor, destination location). `per_device` of the result is keyed by
+/// location, and every node names its device, so each location's piece can be split
+/// by device again with [`partition`]. See the module docs.
+pub fn partition_by_location(
+    g: &Graph,
+    assignment: &[usize],
+    devices: &[PartitionDevice],
+    location: &[usize],
+) -> Result<Partitions> {
     if assignment.len() != g.num_nodes() {
         return Err(Status::internal("placement does not cover the graph"));
     }
+    if location.len() != devices.len() {
+        return Err(Status::internal(format!(
+            "{} locations given for {} devices",
+            location.len(),
+            devices.len()
+        )));
+    }
+    if let Some(&d) = assignment.iter().find(|&&d| d >= devices.len()) {
+        return Err(Status::internal(format!("device index {d} out of range")));
+    }
+    let cf = build_control_flow_info(g)?;
     Partitioner {
         g,
         assignment,
         devices,
-        cf: build_control_flow_info(g)?,
+        location,
+        by_device: location.iter().enumerate().all(|(d, &l)| d == l),
+        pivots: frame_pivots(g, &cf),
+        cf,
+        loop_devices: HashMap::new(),
         refs: g.ref_carriers(),
         out: Partitions::default(),
         extra: Vec::new(),
@@ -416,8 +542,9 @@ pub fn partition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::Scope;
-    use crate::{ops, GraphDef, OpRegistry};
+    use crate::builder::{while_loop, Scope, WhileOptions};
+    use crate::passes::place::{place, KernelSupport, PlacementOptions};
+    use crate::{ops, DeviceName, GraphDef, OpRegistry};
 
     fn devs(n: usize) -> Vec<PartitionDevice> {
         (0..n)
@@ -529,6 +656,174 @@ mod tests {
                 OpRegistry::global(),
             )
             .unwrap();
+        }
+    }
+
+    struct AllKernels;
+    impl KernelSupport for AllKernels {
+        fn supports(&self, _: &NodeDef, _: &str) -> bool {
+            true
+        }
+    }
+
+    /// `g` placed on `n` CPUs by the placer (explicit devices honoured, loop
+    /// skeletons kept together).
+    fn placed(s: &Scope, n: u32) -> (Graph, Vec<usize>) {
+        let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        let names: Vec<DeviceName> = (0..n).map(DeviceName::local_cpu).collect();
+        let a = place(&g, &names, &AllKernels, &PlacementOptions::default()).unwrap();
+        (g, a)
+    }
+
+    fn cpu(i: usize) -> String {
+        format!("/device:CPU:{i}")
+    }
+
+    /// A piece as a worker partitions it: its devices read from the node names.
+    fn by_device(nodes: &[NodeDef], devices: &[PartitionDevice]) -> Result<Partitions> {
+        let gd = GraphDef {
+            node: nodes.to_vec(),
+            ..Default::default()
+        };
+        let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
+        let assign: Vec<usize> = g
+            .nodes()
+            .iter()
+            .map(|n| devices.iter().position(|d| d.name == n.def.device).unwrap())
+            .collect();
+        partition(&g, &assign, devices)
+    }
+
+    /// `i < 5: (i + 1, x * 2 + 1)` with the condition on CPU:0 and the body of `x`
+    /// on CPU:0 and CPU:3; returns the graph's scope.
+    fn spread_loop() -> Scope {
+        let s = Scope::new();
+        let i0 = ops::scalar(&s.with_device(&cpu(0)), 0i32).unwrap();
+        let x0 = ops::scalar(&s.with_device(&cpu(1)), 1.0f32).unwrap();
+        while_loop(
+            &s,
+            |b, v| ops::less(&b.with_device(&cpu(0)), &v[0], &ops::scalar(b, 5i32)?),
+            |b, v| {
+                let (b0, b3) = (b.with_device(&cpu(0)), b.with_device(&cpu(3)));
+                let twice = ops::mul(&b3, &v[1], &ops::scalar(&b3, 2.0f32)?)?;
+                Ok(vec![
+                    ops::add(&b0, &v[0], &ops::scalar(&b0, 1i32)?)?,
+                    ops::add(&b0, &twice, &ops::scalar(&b0, 1.0f32)?)?,
+                ])
+            },
+            &[i0, x0],
+            &WhileOptions::default(),
+        )
+        .unwrap();
+        s
+    }
+
+    #[test]
+    fn a_tensor_read_on_two_devices_of_a_location_costs_one_pair() {
+        let s = Scope::new();
+        let a = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
+        let b = ops::add(&s, &a, &a).unwrap();
+        let c = ops::mul(&s, &a, &b).unwrap();
+        let d = ops::no_op(&s.with_control_dependencies(&[a.op()])).unwrap();
+        let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        let mut assign = vec![3; g.num_nodes()];
+        assign[g.find(a.op().name()).unwrap()] = 0;
+        assign[g.find(b.op().name()).unwrap()] = 2;
+        let devices = devs(4);
+        let p = partition_by_location(&g, &assign, &devices, &[0, 0, 1, 1]).unwrap();
+        // a:0 -> location 1 once (read on CPU:2 and CPU:3), a's control edge to d
+        assert_eq!(p.transfers, 2);
+        assert_eq!(p.per_device.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        let node = |l: usize, name: &str| {
+            p.per_device[&l]
+                .iter()
+                .find(|n| n.name == name)
+                .unwrap_or_else(|| panic!("{name} not in location {l}"))
+                .clone()
+        };
+        let recv = node(1, &format!("{}/_0_loc0_to_loc1/recv", a.op().name()));
+        assert_eq!(
+            recv.device, devices[2].name,
+            "on the first consumer's device"
+        );
+        assert_eq!(
+            recv.get_attr::<String>("recv_device").unwrap(),
+            devices[2].name
+        );
+        let send = node(0, &format!("{}/_0_loc0_to_loc1/send", a.op().name()));
+        assert_eq!(send.device, devices[0].name);
+        assert_eq!(
+            send.get_attr::<String>("send_device").unwrap(),
+            devices[0].name
+        );
+        assert_eq!(
+            node(1, b.op().name()).input,
+            [recv.name.clone(), recv.name.clone()]
+        );
+        assert_eq!(node(1, c.op().name()).input[0], recv.name);
+        let ctrl = format!("{}/_ctrl_loc0_to_loc1/identity", a.op().name());
+        assert_eq!(node(1, &ctrl).device, devices[3].name, "next to d");
+        assert_eq!(node(1, d.name()).input, [format!("^{ctrl}")]);
+        for (l, nodes) in &p.per_device {
+            for n in nodes {
+                let at = devices.iter().position(|d| d.name == n.device).unwrap();
+                assert_eq!(at / 2, *l, "{} is in its device's location", n.name);
+            }
+        }
+        // the worker of location 1 moves the Recv's value and b to CPU:3 for c
+        let second = by_device(&p.per_device[&1], &devices).unwrap();
+        assert_eq!(second.transfers, 2);
+        assert_eq!(
+            second.per_device.keys().copied().collect::<Vec<_>>(),
+            [2, 3]
+        );
+        // each device its own location: the device partition itself
+        let flat = partition(&g, &assign, &devices).unwrap();
+        let same = partition_by_location(&g, &assign, &devices, &[0, 1, 2, 3]).unwrap();
+        assert_eq!(
+            (flat.per_device, flat.transfers),
+            (same.per_device, same.transfers)
+        );
+    }
+
+    #[test]
+    fn a_piece_without_the_loop_cond_is_split_by_device_again() {
+        let s = spread_loop();
+        let (g, assign) = placed(&s, 4);
+        let devices = devs(4);
+        let lc = (0..g.num_nodes())
+            .find(|&i| g.node(i).op() == "LoopCond")
+            .unwrap();
+        assert_eq!(assign[lc], 0);
+        assert!(
+            (0..g.num_nodes()).any(|i| assign[i] == 3),
+            "the body spans locations"
+        );
+        let p = partition_by_location(&g, &assign, &devices, &[0, 0, 1, 1]).unwrap();
+        let piece = &p.per_device[&1];
+        assert!(piece.iter().all(|n| n.op != "LoopCond"));
+        let merge = piece
+            .iter()
+            .find(|n| n.name.ends_with("/loc1/merge"))
+            .expect("location 1 iterates by a control loop");
+        assert!(
+            [&devices[2].name, &devices[3].name].contains(&&merge.device),
+            "in location 1"
+        );
+        for nodes in p.per_device.values() {
+            let gd = GraphDef {
+                node: nodes.clone(),
+                ..Default::default()
+            };
+            let pg = Graph::from_graph_def(&gd, OpRegistry::global()).unwrap();
+            let cf = build_control_flow_info(&pg).unwrap();
+            assert_eq!(cf.frames.len(), 2, "the piece runs the loop's frame");
+            // the worker's split: names of both levels never collide
+            let second = by_device(nodes, &devices).unwrap();
+            let mut names = BTreeSet::new();
+            for n in second.per_device.values().flatten() {
+                assert!(names.insert(n.name.clone()), "{} twice", n.name);
+            }
         }
     }
 }
