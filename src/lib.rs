@@ -31,6 +31,7 @@ pub mod npy;
 pub mod tensorboard;
 pub mod trace;
 pub mod train;
+pub use distributed;
 pub use graph;
 pub use kernels;
 pub use rendezvous;
@@ -38,8 +39,9 @@ pub use rendezvous;
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
 pub use actors::{
     CompiledStep, RunMetadata, RunOptions, RunOutput, RunRequest, Runtime, RuntimeOptions, Session,
-    SessionOptions, TraceLevel,
+    SessionBackend, SessionOptions, TraceLevel,
 };
+pub use distributed::{ClusterSpec, Connect, Server, ServerOptions};
 pub use graph::builder::{Operation, Output, Scope};
 pub use graph::{
     ops, Code, DType, DeviceName, GraphDef, NodeDef, Result, Shape, Status, Tensor, TensorShape,

@@ -15,7 +15,11 @@ fn threads() -> usize {
 fn runtimes_shut_down_cleanly_and_steps_leave_no_rendezvous_behind() {
     let before = threads();
     {
-        let rt = Runtime::new(RuntimeOptions { cpu_devices: 3 }).unwrap();
+        let rt = Runtime::new(RuntimeOptions {
+            cpu_devices: 3,
+            ..Default::default()
+        })
+        .unwrap();
         assert!(threads() > before, "the runtime started threads");
         let s = Scope::new();
         let x =

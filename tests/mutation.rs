@@ -550,7 +550,11 @@ fn assert_clean(name: &str, tally: &Tally, panics: &Mutex<Vec<String>>) {
 #[test]
 fn mutants_of_every_fixture_fail_cleanly() {
     let panics = count_panics();
-    let rt = Runtime::new(RuntimeOptions { cpu_devices: 2 }).expect("a runtime starts");
+    let rt = Runtime::new(RuntimeOptions {
+        cpu_devices: 2,
+        ..Default::default()
+    })
+    .expect("a runtime starts");
 
     let started = Instant::now();
     let graphs = graph_fixtures();

@@ -32,4 +32,6 @@ pub mod worker;
 pub use runtime::{Runtime, RuntimeOptions};
 pub use session::state::{CompiledStep, SessionOptions};
 #[cfg(feature = "runtime")]
-pub use session::{RunMetadata, RunOptions, RunOutput, RunRequest, Session, TraceLevel};
+pub use session::{
+    RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
+};

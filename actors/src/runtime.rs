@@ -22,11 +22,20 @@ use crate::device::{DeviceActor, DeviceMsg, StopDevice};
 pub struct RuntimeOptions {
     /// The number of CPU devices (`/device:CPU:0` …), each its own actor and thread.
     pub cpu_devices: usize,
+    /// The job the devices belong to (`localhost` in one process; a cluster
+    /// server's own job, e.g. `worker`).
+    pub job: String,
+    /// The task the devices belong to within their job.
+    pub task: u32,
 }
 
 impl Default for RuntimeOptions {
     fn default() -> RuntimeOptions {
-        RuntimeOptions { cpu_devices: 1 }
+        RuntimeOptions {
+            cpu_devices: 1,
+            job: "localhost".into(),
+            task: 0,
+        }
     }
 }
 
@@ -61,7 +70,7 @@ struct RuntimeInner {
 /// # Examples
 /// ```
 /// use actorflow_actors::{Runtime, RuntimeOptions};
-/// let rt = Runtime::new(RuntimeOptions { cpu_devices: 2 }).unwrap();
+/// let rt = Runtime::new(RuntimeOptions { cpu_devices: 2, ..Default::default() }).unwrap();
 /// assert_eq!(rt.device_names()[1], "/job:localhost/replica:0/task:0/device:CPU:1");
 /// rt.shutdown();
 /// ```
@@ -78,6 +87,15 @@ fn incarnation(i: usize) -> u64 {
     t.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64) | 1
 }
 
+/// Where a runtime's step ids start: a random 56-bit value, so that the ids of
+/// steps that several masters of a cluster run on one worker do not collide
+/// (TensorFlow draws each step id at random in the same range).
+fn first_step_id() -> u64 {
+    let h = std::collections::hash_map::RandomState::new();
+    let x = std::hash::BuildHasher::hash_one(&h, incarnation(0));
+    (x & ((1 << 56) - 1)).max(1)
+}
+
 impl Runtime {
     /// Starts a runtime.
     pub fn new(options: RuntimeOptions) -> Result<Runtime> {
@@ -87,6 +105,13 @@ impl Runtime {
             ));
         }
         let n = options.cpu_devices;
+        let job = options.job.clone();
+        let task = options.task;
+        if job.is_empty() || !job.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Status::invalid_argument(format!(
+                "invalid job name '{job}': letters, digits and '_' only"
+            )));
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("actorflow-system".into())
@@ -95,7 +120,11 @@ impl Runtime {
                 let mut arbiters = Vec::new();
                 let mut devices = Vec::new();
                 for i in 0..n {
-                    let name = DeviceName::local_cpu(i as u32);
+                    let name = DeviceName {
+                        job: Some(job.clone()),
+                        task: Some(task),
+                        ..DeviceName::local_cpu(i as u32)
+                    };
                     let ctx =
                         Arc::new(DeviceContext::new(&name.to_string(), "CPU", incarnation(i)));
                     let (mtx, mrx) = mailbox();
@@ -140,7 +169,7 @@ impl Runtime {
                     arbiters,
                     shut_down: false,
                 }),
-                next_step: AtomicU64::new(1),
+                next_step: AtomicU64::new(first_step_id()),
                 next_session: AtomicU64::new(1),
             }),
         })

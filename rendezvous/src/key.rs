@@ -160,7 +160,7 @@ impl ParsedKey {
         dst_device: &str,
         edge_name: &str,
     ) -> Result<ParsedKey> {
-        let prefix = format!("{src_device};{src_incarnation:x};{dst_device};{edge_name}");
+        let prefix = format!("{src_device};{src_incarnation:016x};{dst_device};{edge_name}");
         Ok(ParsedKey {
             src_device: src_device.to_owned(),
             src_incarnation,
@@ -205,7 +205,7 @@ impl ParsedKey {
     /// TensorFlow's full key string for this key in `fi`.
     pub fn full_key(&self, fi: FrameIter) -> String {
         format!(
-            "{};{:x};{};{};{}",
+            "{};{:016x};{};{};{}",
             self.src_device, self.src_incarnation, self.dst_device, self.edge_name, fi
         )
     }
@@ -227,7 +227,7 @@ mod tests {
         let full = k.full_key(FrameIter::new(3, 7));
         assert_eq!(
             full,
-            "/job:a/replica:0/task:0/device:CPU:0;ab;/job:a/replica:0/task:0/device:CPU:1;x:0;3:7"
+            "/job:a/replica:0/task:0/device:CPU:0;00000000000000ab;/job:a/replica:0/task:0/device:CPU:1;x:0;3:7"
         );
         let (p, fi) = ParsedKey::parse(&full).unwrap();
         assert_eq!(p, k);

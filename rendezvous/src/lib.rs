@@ -29,4 +29,4 @@ pub use handoff::{
 pub use interface::Rendezvous;
 pub use key::{FrameIter, ParsedKey};
 pub use local::{LocalRendezvous, RecvCallback, Value};
-pub use mgr::RendezvousMgr;
+pub use mgr::{RendezvousMgr, StepTables};

@@ -20,8 +20,20 @@ use std::sync::Arc;
 
 use graph::{Result, Status};
 
+use crate::interface::Rendezvous;
 use crate::local::LocalRendezvous;
 use crate::sync::Mutex;
+
+/// Where a worker takes each step's table from: a [`RendezvousMgr`] in a process
+/// whose steps exchange only among its own devices, or a manager whose tables send
+/// the receives of values produced on other tasks over the network.
+pub trait StepTables: Send + Sync {
+    /// The table of `step_id`, created on first use; `Aborted` once the step was
+    /// cleaned up.
+    fn find_or_create(&self, step_id: u64) -> Result<Arc<dyn Rendezvous>>;
+    /// Ends `step_id` here (see [`RendezvousMgr::cleanup`]).
+    fn cleanup(&self, step_id: u64);
+}
 
 /// How many cleaned-up step ids a manager remembers to refuse late receives.
 pub const CLEANED_UP_WINDOW: usize = 4096;
@@ -98,6 +110,16 @@ impl RendezvousMgr {
     /// True when no step has a table.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl StepTables for RendezvousMgr {
+    fn find_or_create(&self, step_id: u64) -> Result<Arc<dyn Rendezvous>> {
+        Ok(RendezvousMgr::find_or_create(self, step_id)?)
+    }
+
+    fn cleanup(&self, step_id: u64) {
+        RendezvousMgr::cleanup(self, step_id)
     }
 }
 

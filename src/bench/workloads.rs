@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use crate::graph::builder::{while_loop, WhileOptions};
 use crate::ops::{self, QueueOptions};
-use crate::{DType, Result, Scope, Session, SessionOptions, Shape, Tensor};
+use crate::{
+    ClusterSpec, Connect, DType, Result, Scope, Server, ServerOptions, Session, SessionOptions,
+    Shape, Status, Tensor,
+};
 
 use super::{calibrate, time_per_call, Workload};
 
@@ -367,6 +370,19 @@ pub fn all() -> Vec<Workload> {
             setup: mlp_step,
         },
         Workload {
+            name: "dist_step_us",
+            unit: "µs/run",
+            description:
+                "a fed scalar doubled on task 1 of a 2-task gRPC cluster and fetched on task 0",
+            setup: dist_step,
+        },
+        Workload {
+            name: "dist_recv_mib_s",
+            unit: "MiB/s",
+            description: "a 64 MiB f32 variable on task 1 summed on task 0 (one RecvTensor)",
+            setup: dist_recv,
+        },
+        Workload {
             name: "csv_pipeline_us_per_record",
             unit: "µs/record",
             description: "CSV files -> reader -> DecodeCSV(65) -> batch(128), 2 runner loops",
@@ -454,5 +470,73 @@ fn csv_input_pipeline() -> Result<Box<dyn FnMut() -> Result<f64>>> {
         let run = || sess.run(&[], &[&xn, &yn], &[]).map(|_| ());
         let reps = calibrate(REPETITION, run)?;
         Ok(time_per_call(reps, run)? * 1e6 / CSV_PIPELINE_BATCH as f64)
+    }))
+}
+
+/// A cluster of `tasks` servers of job `worker` in this process, on free ports of
+/// 127.0.0.1 (tensors between them cross real gRPC connections), and the target of
+/// task 0's master.
+fn local_cluster(tasks: usize) -> Result<(Vec<Server>, String)> {
+    let io = |e: std::io::Error| Status::unavailable(format!("bench cluster: {e}"));
+    let listeners = (0..tasks)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").map_err(io))
+        .collect::<Result<Vec<_>>>()?;
+    let addrs = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.to_string()).map_err(io))
+        .collect::<Result<Vec<_>>>()?;
+    let spec = ClusterSpec::new().with_job("worker", &addrs)?;
+    let servers = listeners
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            Server::start_with_listener(ServerOptions::new(spec.clone(), "worker", i as u32), l)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let target = servers[0].target();
+    Ok((servers, target))
+}
+
+/// Microseconds per `run` of the smallest step that spans two tasks (the issue's
+/// `dist_step_us`): `RunStep` to task 0's master, `RunGraph` on both tasks, the
+/// fed scalar to task 1 and its double back to task 0 by `RecvTensor`.
+fn dist_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    let (servers, target) = local_cluster(2)?;
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar())?;
+    let t1 = s.with_device("/job:worker/task:1");
+    let y = ops::mul(&t1, &x, &ops::scalar(&t1, 2.0f32)?)?;
+    let sess = Session::connect(&target, &s.graph_def(), SessionOptions::default())?;
+    let (xn, yn) = (x.name(), y.name());
+    Ok(Box::new(move || {
+        let _cluster = &servers;
+        let run = || {
+            sess.run(&[(&xn, Tensor::scalar(1.5f32))], &[&yn], &[])
+                .map(|_| ())
+        };
+        let n = calibrate(REPETITION, run)?;
+        Ok(time_per_call(n, run)? * 1e6)
+    }))
+}
+
+/// MiB per second of a 64 MiB tensor crossing from task 1 to task 0 (the issue's
+/// `dist_recv_mib_s`): a variable on task 1, read and summed on task 0 each step.
+fn dist_recv() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    const ELEMENTS: usize = 16 << 20;
+    let (servers, target) = local_cluster(2)?;
+    let s = Scope::new();
+    let t1 = s.with_device("/job:worker/task:1");
+    let init = ops::fill_to(&t1, &[ELEMENTS as i64], &ops::scalar(&t1, 1.0f32)?)?;
+    let v = ops::Variable::new(&t1, "big", &init, false)?;
+    let sum = ops::sum(&s, &v.value, &ops::scalar(&s, 0i32)?, false)?;
+    let sess = Session::connect(&target, &s.graph_def(), SessionOptions::default())?;
+    sess.run(&[], &[], &[v.initializer.name()])?;
+    let name = sum.name();
+    Ok(Box::new(move || {
+        let _cluster = &servers;
+        let run = || sess.run(&[], &[&name], &[]).map(|_| ());
+        let n = calibrate(REPETITION, run)?.max(2);
+        let secs = time_per_call(n, run)?;
+        Ok((ELEMENTS * 4) as f64 / (1 << 20) as f64 / secs)
     }))
 }

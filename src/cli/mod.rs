@@ -5,6 +5,7 @@
 //! - [`trace`] — `actorflow trace`: `run`, traced, writing a Chrome trace.
 //! - [`inspect`] — `actorflow inspect`: op histogram, placement, partitions, DOT/SVG.
 //! - [`bench`] — `actorflow bench`: the benchmark suite as a table or JSON.
+//! - [`server`] — `actorflow server`: one task of a cluster (master and worker).
 //!
 //! Failures print `error: CODE: message` to standard error and exit with the
 //! error's canonical code number (`INVALID_ARGUMENT` → 3, `NOT_FOUND` → 5, …);
@@ -13,13 +14,14 @@
 pub mod bench;
 pub mod inspect;
 pub mod run;
+pub mod server;
 pub mod trace;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use actorflow::graph::import::{load_graph_def, ImportOptions};
-use actorflow::{GraphDef, Result, Session, SessionOptions, Status};
+use actorflow::{Connect, GraphDef, Result, Session, SessionOptions, Status};
 use clap::{Args, Parser, Subcommand};
 
 /// actorflow: a TensorFlow-1.x-style dataflow runtime in which every moving part
@@ -47,6 +49,9 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Run the benchmark suite and print a table or one JSON object.
     Bench(bench::BenchArgs),
+    /// Serve one task of a cluster (TensorFlow's MasterService and WorkerService
+    /// over gRPC) until SIGINT or SIGTERM.
+    Server(server::ServerArgs),
 }
 
 /// How to load a graph and open a session on it (shared by the subcommands).
@@ -68,6 +73,11 @@ pub struct GraphArgs {
     /// RESOURCE_EXHAUSTED naming the node (default: the machine's memory).
     #[arg(long, value_name = "BYTES")]
     pub max_allocation_bytes: Option<usize>,
+    /// Run on a cluster: open the session on the master at this target
+    /// (`grpc://host:port`, an `actorflow server` or a TensorFlow server) instead
+    /// of in this process.
+    #[arg(long, value_name = "grpc://HOST:PORT")]
+    pub master: Option<String>,
 }
 
 impl GraphArgs {
@@ -84,15 +94,16 @@ impl GraphArgs {
 
     /// Opens a session on `graph`.
     pub fn session(&self, graph: &GraphDef) -> Result<Session> {
-        Session::new(
-            graph,
-            SessionOptions {
-                cpu_devices: usize::from(self.devices),
-                allow_soft_placement: self.soft_placement,
-                max_allocation_bytes: self.max_allocation_bytes,
-                ..Default::default()
-            },
-        )
+        let options = SessionOptions {
+            cpu_devices: usize::from(self.devices),
+            allow_soft_placement: self.soft_placement,
+            max_allocation_bytes: self.max_allocation_bytes,
+            ..Default::default()
+        };
+        match &self.master {
+            Some(target) => Session::connect(target, graph, options),
+            None => Session::new(graph, options),
+        }
     }
 }
 
@@ -129,6 +140,7 @@ pub fn main() -> ExitCode {
         Command::Trace(a) => trace::main(&a),
         Command::Inspect(a) => inspect::main(&a),
         Command::Bench(a) => bench::main(&a),
+        Command::Server(a) => server::main(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -105,8 +105,32 @@ struct SessionShared {
     closed: AtomicBool,
     builds: Arc<AtomicU64>,
     options: SessionOptions,
-    /// The worker of the runtime's devices for this session.
-    worker: Arc<LocalWorker>,
+    /// The worker this session's master hands its steps to: the runtime's
+    /// devices, or a cluster's tasks.
+    worker: Arc<dyn WorkerInterface>,
+    /// The devices its master places on.
+    devices: Vec<graph::DeviceName>,
+}
+
+/// A session whose master is elsewhere (a cluster's master, reached over the
+/// network): what [`Session`] needs of it. The distributed runtime implements it;
+/// [`Session::from_backend`] wraps one in the handle users know.
+pub trait SessionBackend: Send + Sync {
+    /// Adds nodes to the session's graph (all or nothing).
+    fn extend(&self, graph: &GraphDef) -> Result<()>;
+    /// Runs one step; the receiver completes with its outcome.
+    fn run(&self, request: RunRequest) -> CompletionReceiver<Result<RunOutput>>;
+    /// Ends the session (its master drops its state); never blocks on a dead peer
+    /// for longer than the backend's bound.
+    fn close(&self) -> Result<()>;
+    /// The full names of every device the session can place on.
+    fn list_devices(&self) -> Result<Vec<String>>;
+}
+
+#[derive(Clone)]
+enum Kind {
+    Local(Arc<SessionShared>),
+    Remote(Arc<dyn SessionBackend>),
 }
 
 impl Drop for SessionShared {
@@ -136,7 +160,7 @@ impl Drop for SessionShared {
 /// ```
 #[derive(Clone)]
 pub struct Session {
-    inner: Arc<SessionShared>,
+    kind: Kind,
 }
 
 fn closed() -> Status {
@@ -155,8 +179,16 @@ impl Session {
     pub fn new(graph: &GraphDef, options: SessionOptions) -> Result<Session> {
         let rt = Runtime::new(RuntimeOptions {
             cpu_devices: options.cpu_devices,
+            ..Default::default()
         })?;
         Session::in_runtime(&rt, graph, options)
+    }
+
+    /// A session whose master is elsewhere; see [`SessionBackend`].
+    pub fn from_backend(backend: Arc<dyn SessionBackend>) -> Session {
+        Session {
+            kind: Kind::Remote(backend),
+        }
     }
 
     /// A session on a shared runtime (sessions on one runtime share named
@@ -167,7 +199,6 @@ impl Session {
         options: SessionOptions,
     ) -> Result<Session> {
         let id = runtime.next_session_id();
-        let _span = tracing::debug_span!("session_create", session = id).entered();
         let default_container: Arc<str> = Arc::from(format!("__session_{id}"));
         let worker = Arc::new(LocalWorker::new(
             runtime,
@@ -175,10 +206,26 @@ impl Session {
             options.max_allocation_bytes,
         ));
         let devices = runtime.devices().iter().map(|d| d.name.clone()).collect();
+        Session::with_worker(runtime, graph, options, devices, worker, default_container)
+    }
+
+    /// A session whose master places on `devices` and hands each step to `worker`
+    /// (the master of a cluster: `devices` are the cluster's, and `worker` reaches
+    /// every task); its actor runs on `runtime`.
+    pub fn with_worker(
+        runtime: &Runtime,
+        graph: &GraphDef,
+        options: SessionOptions,
+        devices: Vec<graph::DeviceName>,
+        worker: Arc<dyn WorkerInterface>,
+        default_container: Arc<str>,
+    ) -> Result<Session> {
+        let _span =
+            tracing::debug_span!("session_create", container = %default_container).entered();
         let builds = Arc::new(AtomicU64::new(0));
         let st = SessionState::new(
-            devices,
-            Arc::clone(&worker) as Arc<dyn WorkerInterface>,
+            devices.clone(),
+            Arc::clone(&worker),
             options.clone(),
             Arc::clone(&builds),
         );
@@ -186,7 +233,7 @@ impl Session {
             SessionActor::new(st)
         });
         let s = Session {
-            inner: Arc::new(SessionShared {
+            kind: Kind::Local(Arc::new(SessionShared {
                 runtime: runtime.clone(),
                 actor,
                 cache: RwLock::new(HashMap::new()),
@@ -195,7 +242,8 @@ impl Session {
                 builds,
                 options,
                 worker,
-            }),
+                devices,
+            })),
         };
         if !graph.node.is_empty() {
             s.extend(graph)?;
@@ -203,34 +251,66 @@ impl Session {
         Ok(s)
     }
 
-    /// The runtime the session runs on.
-    pub fn runtime(&self) -> &Runtime {
-        &self.inner.runtime
+    /// The runtime the session's master runs on (`None` for a session whose master
+    /// is in another process).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        match &self.kind {
+            Kind::Local(s) => Some(&s.runtime),
+            Kind::Remote(_) => None,
+        }
     }
 
-    /// How many step signatures have been compiled (graph work done).
+    /// How many step signatures have been compiled (graph work done) by this
+    /// process (0 for a session whose master is in another process).
     pub fn graph_builds(&self) -> u64 {
-        self.inner.builds.load(Ordering::Relaxed)
+        match &self.kind {
+            Kind::Local(s) => s.builds.load(Ordering::Relaxed),
+            Kind::Remote(_) => 0,
+        }
     }
 
-    /// The session's private container.
+    /// The session's private container (empty for a session whose master is in
+    /// another process).
     pub fn default_container(&self) -> &str {
-        &self.inner.default_container
+        match &self.kind {
+            Kind::Local(s) => &s.default_container,
+            Kind::Remote(_) => "",
+        }
+    }
+
+    /// The full names of every device the session can place on (a cluster
+    /// session: every task's).
+    pub fn list_devices(&self) -> Result<Vec<String>> {
+        match &self.kind {
+            Kind::Local(s) => Ok(s.devices.iter().map(ToString::to_string).collect()),
+            Kind::Remote(b) => b.list_devices(),
+        }
+    }
+
+    fn local(&self, what: &str) -> Result<&Arc<SessionShared>> {
+        match &self.kind {
+            Kind::Local(s) => Ok(s),
+            Kind::Remote(_) => Err(Status::unimplemented(format!(
+                "{what} is not available from a session whose master is in another process"
+            ))),
+        }
     }
 
     fn request(&self, command: SessionCommand) -> Result<CompletionReceiver<SessionReply>> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let inner = self.local("this call")?;
+        if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
         let (tx, rx) = completion();
-        self.inner
-            .actor
-            .do_send(SessionRequest { command, reply: tx });
+        inner.actor.do_send(SessionRequest { command, reply: tx });
         Ok(rx)
     }
 
     /// Adds nodes to the session's graph (all or nothing).
     pub fn extend(&self, graph: &GraphDef) -> Result<()> {
+        if let Kind::Remote(b) = &self.kind {
+            return b.extend(graph);
+        }
         match self.request(SessionCommand::Extend(graph.clone()))?.wait() {
             Some(SessionReply::Extended(r)) => r,
             _ => Err(closed()),
@@ -240,8 +320,12 @@ impl Session {
     /// Closes the session: later calls fail with `Cancelled`; its default container
     /// is dropped. Steps already running finish.
     pub fn close(&self) -> Result<()> {
+        let inner = match &self.kind {
+            Kind::Local(s) => s,
+            Kind::Remote(b) => return b.close(),
+        };
         let rx = self.request(SessionCommand::Close)?;
-        self.inner.closed.store(true, Ordering::Release);
+        inner.closed.store(true, Ordering::Release);
         let _ = rx.wait();
         Ok(())
     }
@@ -253,7 +337,8 @@ impl Session {
         fetches: &[&str],
         targets: &[&str],
     ) -> Option<Arc<CompiledStep>> {
-        let cache = self.inner.cache.read().unwrap_or_else(|p| p.into_inner());
+        let cache = self.local("").ok()?.cache.read();
+        let cache = cache.unwrap_or_else(|p| p.into_inner());
         cache
             .get(&h)?
             .iter()
@@ -262,7 +347,8 @@ impl Session {
     }
 
     fn remember(&self, h: u64, c: &Arc<CompiledStep>) {
-        let mut cache = self.inner.cache.write().unwrap_or_else(|p| p.into_inner());
+        let Ok(inner) = self.local("") else { return };
+        let mut cache = inner.cache.write().unwrap_or_else(|p| p.into_inner());
         let v = cache.entry(h).or_default();
         if !v.iter().any(|x| Arc::ptr_eq(x, c)) {
             v.push(Arc::clone(c));
@@ -277,6 +363,7 @@ impl Session {
         fetches: &[&str],
         targets: &[&str],
     ) -> Result<Arc<CompiledStep>> {
+        self.local("a compiled step")?;
         let h = signature_hash(feeds, fetches, targets);
         if let Some(c) = self.cached(h, feeds, fetches, targets) {
             return Ok(c);
@@ -346,13 +433,28 @@ impl Session {
         fetches: &[&str],
         targets: &[&str],
     ) -> Result<RunOutput> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let inner = match &self.kind {
+            Kind::Local(s) => s,
+            Kind::Remote(b) => {
+                let req = RunRequest {
+                    feeds: feeds
+                        .iter()
+                        .map(|(n, t)| (n.to_string(), t.clone()))
+                        .collect(),
+                    fetches: fetches.iter().map(|s| s.to_string()).collect(),
+                    targets: targets.iter().map(|s| s.to_string()).collect(),
+                    options: options.clone(),
+                };
+                return b.run(req).wait().unwrap_or_else(|| Err(lost()));
+            }
+        };
+        if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
         let names: smallvec::SmallVec<[&str; 8]> = feeds.iter().map(|(n, _)| *n).collect();
         let compiled = self.compiled_step(&names, fetches, targets)?;
         let args = feeds.iter().map(|(_, t)| t.clone()).collect();
-        let (rx, guard) = self.launch(&compiled, args, options)?;
+        let (rx, guard) = launch(inner, &compiled, args, options)?;
         let result = rx.wait();
         drop(guard);
         self.finish(result, &compiled, options)
@@ -360,7 +462,11 @@ impl Session {
 
     /// Runs one step; a future that any executor (tokio or other) can drive.
     pub async fn run_async(&self, request: RunRequest) -> Result<RunOutput> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let inner = match &self.kind {
+            Kind::Local(s) => s,
+            Kind::Remote(b) => return b.run(request).await.unwrap_or_else(|| Err(lost())),
+        };
+        if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
         let feeds: Vec<&str> = request.feeds.iter().map(|(n, _)| n.as_str()).collect();
@@ -368,54 +474,60 @@ impl Session {
         let targets: Vec<&str> = request.targets.iter().map(String::as_str).collect();
         let compiled = self.compiled_step_async(&feeds, &fetches, &targets).await?;
         let args = request.feeds.iter().map(|(_, t)| t.clone()).collect();
-        let (rx, guard) = self.launch(&compiled, args, &request.options)?;
+        let (rx, guard) = launch(inner, &compiled, args, &request.options)?;
         let result = rx.await;
         drop(guard);
         self.finish(result, &compiled, &request.options)
     }
+}
 
-    fn launch(
-        &self,
-        compiled: &CompiledStep,
-        args: Vec<Tensor>,
-        options: &RunOptions,
-    ) -> Result<(CompletionReceiver<StepResult>, StepGuard)> {
-        for (spec, t) in compiled.feeds.iter().zip(&args) {
-            let node = spec.name.split(':').next().unwrap_or(&spec.name);
-            if t.dtype() != spec.dtype {
-                return Err(Status::invalid_argument(format!(
-                    "Cannot feed value of type {} for tensor '{}', which has type {}",
-                    t.dtype(),
-                    spec.name,
-                    spec.dtype
-                ))
-                .with_node(node));
-            }
-            if !spec.shape.is_compatible_with(t.shape()) {
-                return Err(Status::invalid_argument(format!(
-                    "Cannot feed value of shape {} for tensor '{}', which has shape {}",
-                    t.shape(),
-                    spec.name,
-                    spec.shape
-                ))
-                .with_node(node));
-            }
+fn lost() -> Status {
+    Status::cancelled("the session's master stopped before the step finished")
+}
+
+fn launch(
+    inner: &SessionShared,
+    compiled: &CompiledStep,
+    args: Vec<Tensor>,
+    options: &RunOptions,
+) -> Result<(CompletionReceiver<StepResult>, StepGuard)> {
+    for (spec, t) in compiled.feeds.iter().zip(&args) {
+        let node = spec.name.split(':').next().unwrap_or(&spec.name);
+        if t.dtype() != spec.dtype {
+            return Err(Status::invalid_argument(format!(
+                "Cannot feed value of type {} for tensor '{}', which has type {}",
+                t.dtype(),
+                spec.name,
+                spec.dtype
+            ))
+            .with_node(node));
         }
-        let step_id = self.inner.runtime.next_step_id();
-        let span = tracing::debug_span!("step", step_id);
-        let _entered = span.clone().entered();
-        let rx = self.inner.worker.run_graph(RunGraphRequest {
-            handle: Arc::clone(&compiled.handle),
-            step_id,
-            args,
-            collect_stats: options.trace_level == TraceLevel::FullTrace,
-            timeout: options.timeout.or(self.inner.options.default_timeout),
-            span: Some(span.clone()),
-            ..Default::default()
-        })?;
-        Ok((rx, StepGuard { _span: span }))
+        if !spec.shape.is_compatible_with(t.shape()) {
+            return Err(Status::invalid_argument(format!(
+                "Cannot feed value of shape {} for tensor '{}', which has shape {}",
+                t.shape(),
+                spec.name,
+                spec.shape
+            ))
+            .with_node(node));
+        }
     }
+    let step_id = inner.runtime.next_step_id();
+    let span = tracing::debug_span!("step", step_id);
+    let _entered = span.clone().entered();
+    let rx = inner.worker.run_graph(RunGraphRequest {
+        handle: Arc::clone(&compiled.handle),
+        step_id,
+        args,
+        collect_stats: options.trace_level == TraceLevel::FullTrace,
+        timeout: options.timeout.or(inner.options.default_timeout),
+        span: Some(span.clone()),
+        ..Default::default()
+    })?;
+    Ok((rx, StepGuard { _span: span }))
+}
 
+impl Session {
     fn finish(
         &self,
         result: Option<StepResult>,

@@ -19,5 +19,7 @@ mod handle;
 pub mod state;
 
 #[cfg(feature = "runtime")]
-pub use handle::{RunMetadata, RunOptions, RunOutput, RunRequest, Session, TraceLevel};
+pub use handle::{
+    RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
+};
 pub use state::{signature_hash, CompiledStep, SessionOptions, SessionState, StepSignature};

@@ -115,6 +115,10 @@ pub struct SessionOptions {
     /// `None`: the machine's memory
     /// ([`kernels::allocator::default_max_allocation_bytes`]).
     pub max_allocation_bytes: Option<usize>,
+    /// The job and task (`/job:worker/replica:0/task:0`) that nodes whose device
+    /// request names no job are placed on: a cluster's master sets its own task
+    /// (TensorFlow's client device). `None`: any device.
+    pub default_task: Option<DeviceName>,
 }
 
 impl Default for SessionOptions {
@@ -125,6 +129,7 @@ impl Default for SessionOptions {
             default_timeout: None,
             random_placement_seed: None,
             max_allocation_bytes: None,
+            default_task: None,
         }
     }
 }
@@ -217,6 +222,7 @@ impl SessionState {
         let popts = PlacementOptions {
             allow_soft_placement: self.options.allow_soft_placement,
             random_seed: self.options.random_placement_seed,
+            default_task: self.options.default_task.clone(),
             ..Default::default()
         };
         let registry = KernelRegistry::global();

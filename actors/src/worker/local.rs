@@ -16,7 +16,7 @@ use graph::passes::partition::{partition, PartitionDevice};
 use graph::{Graph, GraphDef, Node, OpRegistry, Result, Status};
 use kernels::{CallFrame, DeviceContext, KernelRegistry, OpKernel, ResourceMgr, StepContext};
 use rendezvous::{CompletionReceiver, FrameIter, LocalRendezvous, ParsedKey};
-use rendezvous::{MailboxSender, Rendezvous, RendezvousMgr, Value};
+use rendezvous::{MailboxSender, Rendezvous, StepTables, Value};
 
 use super::{RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface};
 use crate::device::{DeviceMsg, PartitionRun};
@@ -93,7 +93,11 @@ pub struct LocalWorker {
     next_handle: AtomicU64,
     /// A cluster worker's per-step tables, shared with the server answering its
     /// peers' receives; `None` in-process (each step gets a fresh table).
-    rendezvous_mgr: Option<Arc<RendezvousMgr>>,
+    tables: Option<Arc<dyn StepTables>>,
+    /// Whether `cleanup` drops the default container (a session's private one) or
+    /// leaves it (a cluster worker's, shared by every session as TensorFlow's
+    /// workers share theirs unless `isolate_session_state`).
+    owns_container: bool,
     timer: Arc<dyn kernels::Timer>,
 }
 
@@ -137,15 +141,23 @@ impl LocalWorker {
             kernels: SessionKernelCache::default(),
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
-            rendezvous_mgr: None,
+            tables: None,
+            owns_container: true,
             timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
         }
     }
 
-    /// The same worker taking each step's table from `mgr`, where a peer's
+    /// The same worker taking each step's table from `tables`, where a peer's
     /// receive may have created it first (a worker of a cluster).
-    pub fn with_rendezvous_mgr(mut self, mgr: Arc<RendezvousMgr>) -> LocalWorker {
-        self.rendezvous_mgr = Some(mgr);
+    pub fn with_step_tables(mut self, tables: Arc<dyn StepTables>) -> LocalWorker {
+        self.tables = Some(tables);
+        self
+    }
+
+    /// The same worker leaving its default container in place when its session
+    /// ends (a container shared with other sessions).
+    pub fn sharing_default_container(mut self) -> LocalWorker {
+        self.owns_container = false;
         self
     }
 
@@ -287,7 +299,7 @@ impl WorkerInterface for LocalWorker {
         let span = req
             .span
             .unwrap_or_else(|| tracing::debug_span!("step", step_id));
-        let rendezvous: Arc<dyn Rendezvous> = match &self.rendezvous_mgr {
+        let rendezvous: Arc<dyn Rendezvous> = match &self.tables {
             Some(m) => m.find_or_create(step_id)?,
             None => Arc::new(LocalRendezvous::new()),
         };
@@ -367,7 +379,7 @@ impl WorkerInterface for LocalWorker {
     }
 
     fn cleanup_step(&self, step_id: u64) {
-        if let Some(m) = &self.rendezvous_mgr {
+        if let Some(m) = &self.tables {
             m.cleanup(step_id);
         }
     }
@@ -386,8 +398,10 @@ impl WorkerInterface for LocalWorker {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        for d in &self.devices {
-            d.resources.cleanup(&self.default_container);
+        if self.owns_container {
+            for d in &self.devices {
+                d.resources.cleanup(&self.default_container);
+            }
         }
     }
 }

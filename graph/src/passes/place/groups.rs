@@ -191,6 +191,11 @@ fn group_candidates(
         }
         spec = DeviceName::default();
     }
+    if let (None, Some(dt)) = (&spec.job, &opts.default_task) {
+        spec.job.clone_from(&dt.job);
+        spec.replica = spec.replica.or(dt.replica);
+        spec.task = spec.task.or(dt.task);
+    }
     let supported = |dev: &DeviceName| {
         let ty = dev.device_type.as_deref().unwrap_or("CPU");
         members

@@ -51,6 +51,11 @@ pub struct PlacementOptions {
     /// Instead of the cost model, put every colocation group on a candidate chosen
     /// by a generator seeded with this (constraints and kernels still respected).
     pub random_seed: Option<u64>,
+    /// Where a colocation group goes when its members' requests name no job: the
+    /// job, replica and task of this (partial) name complete its request
+    /// (TensorFlow's client device in a cluster: unconstrained ops run on the
+    /// master's task). `None`: any device.
+    pub default_task: Option<DeviceName>,
 }
 
 impl Default for PlacementOptions {
@@ -62,6 +67,7 @@ impl Default for PlacementOptions {
             ns_per_transfer: 1000.0,
             ns_per_byte: 0.1,
             random_seed: None,
+            default_task: None,
         }
     }
 }

@@ -1,0 +1,677 @@
+//! [`ClusterWorker`]: how a master's session reaches every task of its cluster
+//! (TensorFlow's `MasterSession` run path, behind actorflow's `WorkerInterface`).
+//!
+//! The session's master state prunes and places a step on the cluster's devices
+//! and hands the placed step here. Registering it:
+//! - turns the step's feeds and fetches into **client-terminated** `_Recv`s and
+//!   `_Send`s on the master's own CPU:0 (TensorFlow's client device), keyed
+//!   `client;incarnation;client;name;0:0`, so values cross as TensorFlow's do, by
+//!   key in `RunGraph`, and the graph is never rewritten per call;
+//! - partitions it **by task** (one `_Send`/`_Recv` pair per tensor and
+//!   destination task, whatever the destination devices); each task's worker
+//!   partitions its piece again by device;
+//! - registers each piece with its task (`RegisterGraph`, concurrently; the
+//!   master's own task in-process) and keeps the handles for every later run.
+//!
+//! Running it sends `RunGraph` to every task at once under a fresh step id (the
+//! feeds and fetch keys only to the master's task), and ends the step on every
+//! task with `CleanupGraph` whatever happened. The first error fails the step:
+//! the other tasks' calls are cancelled (their workers abort the step, failing
+//! receives waiting for it), and a transport failure or a missed deadline is an
+//! error within a bound, never a hang.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use actors::stats::StatsCollector;
+use actors::step::StepResult;
+use actors::worker::{
+    LocalWorker, RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface,
+};
+use graph::passes::partition::{partition_by_location, PartitionDevice};
+use graph::{DType, Graph, GraphDef, NodeDef, OpRegistry, Result, Status, Tensor};
+use proto::tensorflow as pb;
+use rendezvous::{completion, CompletionReceiver, FrameIter, ParsedKey};
+
+use crate::cluster::TaskName;
+use crate::peers::WorkerClient;
+use crate::wire;
+
+/// How the master reaches one task.
+#[derive(Clone)]
+pub enum Link {
+    /// The master's own task, in-process.
+    Local(Arc<LocalWorker>),
+    /// Another task, over gRPC.
+    Remote(WorkerClient),
+}
+
+/// A task of the session's cluster.
+#[derive(Clone)]
+pub struct Task {
+    /// Its name.
+    pub name: TaskName,
+    /// How it is reached.
+    pub link: Link,
+}
+
+/// A device of the cluster, as the master knows it.
+#[derive(Clone, Debug)]
+pub struct ClusterDevice {
+    /// Full name and incarnation.
+    pub device: PartitionDevice,
+    /// Index of its task in the session's task list.
+    pub task: usize,
+}
+
+struct Piece {
+    /// (task index, the task's handle of its piece).
+    per_task: Vec<(usize, String)>,
+    /// Rendezvous keys of the feeds, by `_Arg` index.
+    arg_keys: Vec<String>,
+    /// Rendezvous keys of the fetches, by `_Retval` index.
+    retval_keys: Vec<String>,
+}
+
+/// Bounds on the master's calls to workers.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The most a control call (`RegisterGraph`, `CleanupGraph`, `GetStatus`, …)
+    /// may take.
+    pub rpc_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> ClusterOptions {
+        ClusterOptions {
+            rpc_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A master session's workers; see the module docs.
+pub struct ClusterWorker {
+    session_handle: String,
+    tasks: Vec<Task>,
+    /// The master's own task (index into `tasks`), which hosts the feeds and fetches.
+    client_task: usize,
+    client_device: PartitionDevice,
+    devices: Vec<PartitionDevice>,
+    device_task: Vec<usize>,
+    by_name: HashMap<String, usize>,
+    runtime: tokio::runtime::Handle,
+    options: ClusterOptions,
+    pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
+    next_handle: AtomicU64,
+    running: Arc<Mutex<HashMap<u64, tokio::sync::oneshot::Sender<Status>>>>,
+    on_cleanup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+/// Waits for `f`, run on `runtime`, from a thread outside it.
+fn block_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Handle,
+    f: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = completion();
+    runtime.spawn(async move { tx.complete(f.await) });
+    rx.wait()
+        .unwrap_or_else(|| Err(Status::cancelled("the server is shutting down")))
+}
+
+async fn with_timeout<T>(
+    d: Duration,
+    what: &str,
+    task: &TaskName,
+    f: impl std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T> {
+    match tokio::time::timeout(d, f).await {
+        Ok(Ok(r)) => Ok(r.into_inner()),
+        Ok(Err(s)) => Err(wire::from_grpc(&s, &task.to_string())),
+        Err(_) => Err(Status::unavailable(format!(
+            "{what} to {task} got no answer within {d:?}"
+        ))),
+    }
+}
+
+impl ClusterWorker {
+    /// The workers of `tasks` for the master session `session_handle` (already
+    /// opened on each), whose cluster devices are `devices`; `client_task` is the
+    /// master's own.
+    pub fn new(
+        session_handle: String,
+        tasks: Vec<Task>,
+        client_task: usize,
+        devices: Vec<ClusterDevice>,
+        runtime: tokio::runtime::Handle,
+        options: ClusterOptions,
+    ) -> Result<ClusterWorker> {
+        let prefix = format!("{}/", tasks[client_task].name.device_prefix());
+        let client_device = devices
+            .iter()
+            .find(|d| d.task == client_task && d.device.name.starts_with(&prefix))
+            .map(|d| d.device.clone())
+            .ok_or_else(|| Status::internal("the master's task has no device"))?;
+        let client_device = devices
+            .iter()
+            .map(|d| &d.device)
+            .find(|d| d.name == format!("{prefix}device:CPU:0"))
+            .cloned()
+            .unwrap_or(client_device);
+        Ok(ClusterWorker {
+            session_handle,
+            tasks,
+            client_task,
+            client_device,
+            by_name: devices
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.device.name.clone(), i))
+                .collect(),
+            device_task: devices.iter().map(|d| d.task).collect(),
+            devices: devices.into_iter().map(|d| d.device).collect(),
+            runtime,
+            options,
+            pieces: RwLock::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            running: Arc::new(Mutex::new(HashMap::new())),
+            on_cleanup: Mutex::new(None),
+        })
+    }
+
+    /// Runs `f` once when the session ends (after its workers were told).
+    pub fn on_cleanup(&self, f: Box<dyn FnOnce() + Send>) {
+        *self.on_cleanup.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    /// The step's feeds and fetches as client-terminated transfers on the client
+    /// device; returns the graph and the feed and fetch keys by index.
+    fn client_terminate(&self, gd: GraphDef) -> Result<(GraphDef, Vec<String>, Vec<String>)> {
+        let c = &self.client_device;
+        let key = |name: &str| -> Result<String> {
+            Ok(ParsedKey::new(&c.name, c.incarnation, &c.name, name)?.full_key(FrameIter::ROOT))
+        };
+        let mut args: Vec<(i64, String)> = Vec::new();
+        let mut rets: Vec<(i64, String)> = Vec::new();
+        let mut gd = gd;
+        let nodes = std::mem::take(&mut gd.node);
+        let mut out = GraphDef {
+            node: Vec::with_capacity(nodes.len()),
+            ..gd
+        };
+        for n in nodes {
+            let transfer = |op: &str, n: &NodeDef| -> Result<NodeDef> {
+                let t: DType = n.get_attr("T")?;
+                let mut d = NodeDef::new(n.name.clone(), op)
+                    .with_attr("tensor_name", n.name.clone())
+                    .with_attr("send_device", c.name.clone())
+                    .with_attr("send_device_incarnation", c.incarnation as i64)
+                    .with_attr("recv_device", c.name.clone())
+                    .with_attr("client_terminated", true)
+                    .with_device(c.name.clone());
+                if op == "_Recv" {
+                    d = d.with_attr("tensor_type", t);
+                } else {
+                    d = d.with_attr("T", t);
+                    d.input.clone_from(&n.input);
+                }
+                Ok(d)
+            };
+            match n.op.as_str() {
+                "_Arg" => {
+                    args.push((n.get_attr("index")?, key(&n.name)?));
+                    out.node.push(transfer("_Recv", &n)?);
+                }
+                "_Retval" => {
+                    rets.push((n.get_attr("index")?, key(&n.name)?));
+                    out.node.push(transfer("_Send", &n)?);
+                }
+                _ => out.node.push(n),
+            }
+        }
+        args.sort();
+        rets.sort();
+        Ok((
+            out,
+            args.into_iter().map(|a| a.1).collect(),
+            rets.into_iter().map(|r| r.1).collect(),
+        ))
+    }
+
+    fn piece(&self, handle: &str) -> Result<Arc<Piece>> {
+        let pieces = self.pieces.read().unwrap_or_else(|p| p.into_inner());
+        pieces
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| Status::not_found(format!("Graph handle is not found: {handle}")))
+    }
+
+    /// Forgets the pieces registered on each task (best effort, not waited for).
+    fn deregister_pieces(&self, per_task: &[(usize, String)]) {
+        for (t, h) in per_task {
+            match &self.tasks[*t].link {
+                Link::Local(w) => {
+                    let _ = w.deregister_graph(h);
+                }
+                Link::Remote(c) => {
+                    let mut c = c.clone();
+                    let req = pb::DeregisterGraphRequest {
+                        session_handle: self.session_handle.clone(),
+                        create_worker_session_called: true,
+                        graph_handle: h.clone(),
+                    };
+                    let d = self.options.rpc_timeout;
+                    self.runtime.spawn(async move {
+                        let _ = tokio::time::timeout(d, c.deregister_graph(req)).await;
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl WorkerInterface for ClusterWorker {
+    fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
+        let (gd, arg_keys, retval_keys) = self.client_terminate(req.graph)?;
+        let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
+        let assignment = g
+            .nodes()
+            .iter()
+            .map(|n| {
+                self.by_name.get(&n.def.device).copied().ok_or_else(|| {
+                    Status::invalid_argument(format!(
+                        "node is assigned to '{}', which is not a device of the cluster",
+                        n.def.device
+                    ))
+                    .with_node(n.name())
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let parts = partition_by_location(&g, &assignment, &self.devices, &self.device_task)?;
+        let mut per_task = Vec::new();
+        let mut partitions = Vec::new();
+        let mut remote = Vec::new();
+        for (task, nodes) in parts.per_device {
+            let piece = GraphDef {
+                node: nodes,
+                ..Default::default()
+            };
+            match &self.tasks[task].link {
+                Link::Local(w) => {
+                    let h = w.register_graph(RegisterGraphRequest {
+                        graph: piece.clone(),
+                    });
+                    match h {
+                        Ok(h) => per_task.push((task, h.handle.to_string())),
+                        Err(e) => {
+                            self.deregister_pieces(&per_task);
+                            return Err(e);
+                        }
+                    }
+                }
+                Link::Remote(c) => remote.push((task, c.clone(), piece.clone())),
+            }
+            partitions.push((self.tasks[task].name.to_string(), piece));
+        }
+        if !remote.is_empty() {
+            let session_handle = self.session_handle.clone();
+            let d = self.options.rpc_timeout;
+            let names: Vec<TaskName> = self.tasks.iter().map(|t| t.name.clone()).collect();
+            let got = block_on(&self.runtime, async move {
+                let mut set = tokio::task::JoinSet::new();
+                for (task, mut c, piece) in remote {
+                    let req = pb::RegisterGraphRequest {
+                        session_handle: session_handle.clone(),
+                        create_worker_session_called: true,
+                        graph_def: Some(graph::import::graph_def_to_tf_proto(&piece)),
+                        has_control_flow: piece.node.iter().any(|n| n.op == "Enter"),
+                        ..Default::default()
+                    };
+                    let name = names[task].clone();
+                    set.spawn(async move {
+                        let r =
+                            with_timeout(d, "RegisterGraph", &name, c.register_graph(req)).await;
+                        (task, r.map(|r| r.graph_handle))
+                    });
+                }
+                let mut out = Vec::new();
+                while let Some(r) = set.join_next().await {
+                    match r {
+                        Ok(x) => out.push(x),
+                        Err(e) => return Err(Status::internal(format!("RegisterGraph: {e}"))),
+                    }
+                }
+                Ok(out)
+            })?;
+            let mut first_error = None;
+            for (task, r) in got {
+                match r {
+                    Ok(h) => per_task.push((task, h)),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = first_error {
+                self.deregister_pieces(&per_task);
+                return Err(e);
+            }
+        }
+        per_task.sort();
+        let handle: Arc<str> = Arc::from(format!(
+            "{:016x}",
+            self.next_handle.fetch_add(1, Ordering::Relaxed)
+        ));
+        self.pieces
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                Arc::clone(&handle),
+                Arc::new(Piece {
+                    per_task,
+                    arg_keys,
+                    retval_keys,
+                }),
+            );
+        Ok(RegisteredGraph {
+            handle,
+            partitions,
+            transfers: parts.transfers,
+        })
+    }
+
+    fn run_graph(&self, req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
+        let piece = self.piece(&req.handle)?;
+        if req.args.len() != piece.arg_keys.len() {
+            return Err(Status::invalid_argument(format!(
+                "expected {} feeds, got {}",
+                piece.arg_keys.len(),
+                req.args.len()
+            )));
+        }
+        let step_id = req.step_id;
+        let (tx, rx) = completion();
+        let (abort_tx, abort_rx) = tokio::sync::oneshot::channel();
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(step_id, abort_tx);
+        let mut sends: Vec<(String, Tensor)> =
+            piece.arg_keys.iter().cloned().zip(req.args).collect();
+        let calls: Vec<TaskCall> = piece
+            .per_task
+            .iter()
+            .map(|(t, h)| {
+                let client = *t == self.client_task;
+                TaskCall {
+                    task: self.tasks[*t].clone(),
+                    handle: h.clone(),
+                    sends: if client {
+                        std::mem::take(&mut sends)
+                    } else {
+                        Vec::new()
+                    },
+                    recv_keys: if client {
+                        piece.retval_keys.clone()
+                    } else {
+                        Vec::new()
+                    },
+                }
+            })
+            .collect();
+        let run = StepRun {
+            session_handle: self.session_handle.clone(),
+            step_id,
+            collect_stats: req.collect_stats,
+            timeout: req.timeout,
+            rpc_timeout: self.options.rpc_timeout,
+            span: req.span,
+        };
+        let retval_keys = piece.retval_keys.clone();
+        let running = Arc::clone(&self.running);
+        self.runtime.spawn(async move {
+            let mut result = run.run(calls, abort_rx).await;
+            running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&step_id);
+            if result.status.is_ok() {
+                let mut got: HashMap<String, Option<Tensor>> =
+                    std::mem::take(&mut result.recvs).into_iter().collect();
+                result.retvals = retval_keys
+                    .iter()
+                    .map(|k| got.remove(k).flatten())
+                    .collect();
+            }
+            tx.complete(result);
+        });
+        Ok(rx)
+    }
+
+    fn abort_step(&self, step_id: u64, status: Status) {
+        let tx = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&step_id);
+        if let Some(tx) = tx {
+            let _ = tx.send(status);
+        }
+    }
+
+    fn cleanup_step(&self, _step_id: u64) {
+        // Every run ends its step on every task itself.
+    }
+
+    fn deregister_graph(&self, handle: &str) -> Result<()> {
+        let p = self
+            .pieces
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(handle)
+            .ok_or_else(|| Status::not_found(format!("Graph handle is not found: {handle}")))?;
+        self.deregister_pieces(&p.per_task);
+        Ok(())
+    }
+
+    fn cleanup(&self) {
+        self.pieces
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        // Remote tasks are told without waiting: closing never blocks on a dead
+        // peer (TensorFlow's close can wait minutes for one).
+        for t in &self.tasks {
+            if let Link::Remote(c) = &t.link {
+                let mut c = c.clone();
+                let req = pb::DeleteWorkerSessionRequest {
+                    session_handle: self.session_handle.clone(),
+                };
+                let d = self.options.rpc_timeout;
+                self.runtime.spawn(async move {
+                    let _ = tokio::time::timeout(d, c.delete_worker_session(req)).await;
+                });
+            }
+        }
+        if let Some(f) = self
+            .on_cleanup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            f();
+        }
+    }
+}
+
+struct TaskCall {
+    task: Task,
+    handle: String,
+    sends: Vec<(String, Tensor)>,
+    recv_keys: Vec<String>,
+}
+
+type Outcome = Result<(Vec<(String, Option<Tensor>)>, Vec<StatsCollector>)>;
+
+struct StepRun {
+    session_handle: String,
+    step_id: u64,
+    collect_stats: bool,
+    timeout: Option<Duration>,
+    rpc_timeout: Duration,
+    span: Option<tracing::Span>,
+}
+
+impl StepRun {
+    async fn call(&self, c: TaskCall) -> Outcome {
+        match c.task.link {
+            Link::Local(w) => {
+                let rx = w.run_graph(RunGraphRequest {
+                    handle: Arc::from(c.handle.as_str()),
+                    step_id: self.step_id,
+                    sends: c.sends,
+                    recv_keys: c.recv_keys,
+                    collect_stats: self.collect_stats,
+                    span: self.span.clone(),
+                    ..Default::default()
+                })?;
+                let r = rx.await.ok_or_else(|| {
+                    Status::cancelled("the worker stopped before the step finished")
+                })?;
+                r.status?;
+                Ok((r.recvs, r.stats))
+            }
+            Link::Remote(mut client) => {
+                let req = pb::RunGraphRequest {
+                    session_handle: self.session_handle.clone(),
+                    create_worker_session_called: true,
+                    graph_handle: c.handle,
+                    step_id: self.step_id as i64,
+                    exec_opts: Some(pb::ExecutorOpts {
+                        record_timeline: self.collect_stats,
+                        ..Default::default()
+                    }),
+                    send: c.sends.iter().map(|(k, t)| wire::named(k, t)).collect(),
+                    recv_key: c.recv_keys,
+                    store_errors_in_response_body: true,
+                    ..Default::default()
+                };
+                let r = client
+                    .run_graph(req)
+                    .await
+                    .map_err(|s| wire::from_grpc(&s, &c.task.name.to_string()))?
+                    .into_inner();
+                if r.status_code != 0 {
+                    return Err(wire::status_from_wire(
+                        r.status_code,
+                        &r.status_error_message,
+                    ));
+                }
+                let recvs = r
+                    .recv
+                    .iter()
+                    .map(|n| {
+                        Ok((
+                            n.name.clone(),
+                            Some(wire::tensor_of(n.tensor.as_ref(), &n.name)?),
+                        ))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let stats = r
+                    .step_stats
+                    .as_ref()
+                    .map(crate::stats::step_stats_from_proto)
+                    .unwrap_or_default();
+                Ok((recvs, stats))
+            }
+        }
+    }
+
+    async fn run(
+        self,
+        calls: Vec<TaskCall>,
+        mut abort: tokio::sync::oneshot::Receiver<Status>,
+    ) -> StepResult {
+        let this = Arc::new(self);
+        let tasks: Vec<Task> = calls.iter().map(|c| c.task.clone()).collect();
+        let mut set = tokio::task::JoinSet::new();
+        for c in calls {
+            let this = Arc::clone(&this);
+            set.spawn(async move { this.call(c).await });
+        }
+        let deadline = this.timeout.map(|d| (tokio::time::Instant::now() + d, d));
+        let sleep = async move {
+            match deadline {
+                Some((at, d)) => {
+                    tokio::time::sleep_until(at).await;
+                    d
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        let mut recvs = Vec::new();
+        let mut stats = Vec::new();
+        let mut error: Option<Status> = None;
+        loop {
+            tokio::select! {
+                r = set.join_next() => match r {
+                    None => break,
+                    Some(Ok(Ok((r, s)))) => {
+                        recvs.extend(r);
+                        stats.extend(s);
+                    }
+                    Some(Ok(Err(e))) => {
+                        error = Some(e);
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        error = Some(Status::internal(format!("a step's call failed: {e}")));
+                        break;
+                    }
+                },
+                d = &mut sleep => {
+                    error = Some(Status::deadline_exceeded(format!("step timed out after {d:?}")));
+                    break;
+                }
+                a = &mut abort => {
+                    error = Some(a.unwrap_or_else(|_| Status::cancelled("the step was abandoned")));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = &error {
+            // Remote calls are cancelled (their workers abort the step); the master's
+            // own task is told directly.
+            set.abort_all();
+            for t in &tasks {
+                if let Link::Local(w) = &t.link {
+                    w.abort_step(this.step_id, e.clone());
+                }
+            }
+            while set.join_next().await.is_some() {}
+        }
+        for t in &tasks {
+            match &t.link {
+                Link::Local(w) => w.cleanup_step(this.step_id),
+                Link::Remote(c) => {
+                    let mut c = c.clone();
+                    let req = pb::CleanupGraphRequest {
+                        step_id: this.step_id as i64,
+                    };
+                    let d = this.rpc_timeout;
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(d, c.cleanup_graph(req)).await;
+                    });
+                }
+            }
+        }
+        StepResult {
+            status: error.map_or(Ok(()), Err),
+            retvals: Vec::new(),
+            stats,
+            recvs,
+        }
+    }
+}

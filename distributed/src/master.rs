@@ -1,0 +1,517 @@
+//! The master half of a server: TensorFlow's `MasterService`
+//! (`CreateSession`/`ExtendSession`/`RunStep`/`CloseSession`/`ListDevices`/
+//! `Reset`).
+//!
+//! A master session is the same session actor a local [`Session`] runs (the same
+//! pruning, placement and per-signature cache), placing on every device of the
+//! cluster and handing each placed step to a [`ClusterWorker`]. Creating one asks
+//! every task for its devices (`GetStatus`, bounded) and opens a worker session on
+//! each; a task that does not answer makes `CreateSession` fail with
+//! `Unavailable`, and the session can be created again once it is back.
+//!
+//! Nodes whose device request names no job go to the master's own task
+//! (TensorFlow's client device), where the cost model spreads them over its
+//! devices ([`SessionOptions::default_task`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actors::{RunOptions, RunRequest, Runtime, Session, SessionOptions, TraceLevel};
+use graph::import::{graph_def_from_tf_proto, ImportOptions};
+use graph::passes::partition::PartitionDevice;
+use graph::{DeviceName, GraphDef, Result, Status};
+use proto::tensorflow as pb;
+use proto::tensorflow::master_service_server::MasterService;
+use tonic::{Request, Response};
+
+use crate::cluster::TaskName;
+use crate::cluster_worker::{ClusterDevice, ClusterOptions, ClusterWorker, Link, Task};
+use crate::peers::Peers;
+use crate::wire;
+use crate::worker_service::{WorkerState, SHARED_CONTAINER};
+
+struct MasterSession {
+    session: Session,
+    devices: Vec<pb::DeviceAttributes>,
+    version: AtomicI64,
+}
+
+/// The master of a server; see the module docs.
+pub struct MasterState {
+    runtime: Runtime,
+    worker: Arc<WorkerState>,
+    peers: Arc<Peers>,
+    options: ClusterOptions,
+    sessions: Mutex<HashMap<String, Arc<MasterSession>>>,
+    next_session: AtomicU64,
+    nonce: u64,
+}
+
+impl MasterState {
+    /// The master of the server whose worker is `worker`.
+    pub fn new(
+        runtime: Runtime,
+        worker: Arc<WorkerState>,
+        peers: Arc<Peers>,
+        options: ClusterOptions,
+    ) -> MasterState {
+        let nonce = worker.devices().first().map_or(0, |d| d.incarnation);
+        MasterState {
+            runtime,
+            worker,
+            peers,
+            options,
+            sessions: Mutex::new(HashMap::new()),
+            next_session: AtomicU64::new(1),
+            nonce,
+        }
+    }
+
+    fn task(&self) -> &TaskName {
+        self.worker.task()
+    }
+
+    fn session(&self, handle: &str) -> Result<Arc<MasterSession>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| {
+                Status::aborted(format!(
+                    "Session {handle} is not found. Possibly, this master has restarted."
+                ))
+            })
+    }
+
+    /// Every task's devices: this task's, then the others' by `GetStatus`.
+    async fn cluster_devices(&self) -> Result<Vec<(usize, Vec<pb::DeviceAttributes>)>> {
+        let tasks = self.peers.cluster().tasks();
+        let mut set = tokio::task::JoinSet::new();
+        let mut out = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if t == self.task() {
+                out.push((i, self.worker.devices().to_vec()));
+                continue;
+            }
+            let mut c = self.peers.client(t)?;
+            let t = t.clone();
+            let d = self.options.rpc_timeout.min(Duration::from_secs(10));
+            set.spawn(async move {
+                let r = tokio::time::timeout(d, c.get_status(pb::GetStatusRequest {})).await;
+                let r = match r {
+                    Ok(Ok(r)) => Ok(r.into_inner().device_attributes),
+                    Ok(Err(s)) => Err(wire::from_grpc(&s, &t.to_string())),
+                    Err(_) => Err(Status::unavailable(format!(
+                        "{t} did not answer GetStatus within {d:?}"
+                    ))),
+                };
+                (i, r)
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            let (i, r) = r.map_err(|e| Status::internal(format!("GetStatus: {e}")))?;
+            out.push((i, r?));
+        }
+        out.sort_by_key(|x| x.0);
+        Ok(out)
+    }
+
+    /// Opens a session on every task; see the module docs.
+    pub async fn create_session(
+        self: &Arc<Self>,
+        r: pb::CreateSessionRequest,
+    ) -> Result<pb::CreateSessionResponse> {
+        let config = r.config.clone().unwrap_or_default();
+        let graph = match &r.graph_def {
+            Some(g) => graph_def_from_tf_proto(g, &ImportOptions::default())?,
+            None => GraphDef::default(),
+        };
+        let handle = format!(
+            "{:016x}{:08x}",
+            self.nonce,
+            self.next_session.fetch_add(1, Ordering::Relaxed)
+        );
+        let tasks = self.peers.cluster().tasks();
+        let found = self.cluster_devices().await?;
+        let mut cluster_tasks = Vec::new();
+        let mut devices = Vec::new();
+        let mut attrs = Vec::new();
+        let mut client_task = 0;
+        for (i, devs) in &found {
+            let t = &tasks[*i];
+            let link = if t == self.task() {
+                client_task = cluster_tasks.len();
+                Link::Local(
+                    self.worker
+                        .create_session(&handle, config.isolate_session_state)?,
+                )
+            } else {
+                Link::Remote(self.peers.client(t)?)
+            };
+            for d in devs {
+                devices.push(ClusterDevice {
+                    device: PartitionDevice {
+                        name: d.name.clone(),
+                        incarnation: d.incarnation,
+                    },
+                    task: cluster_tasks.len(),
+                });
+            }
+            attrs.extend(devs.iter().cloned());
+            cluster_tasks.push(Task {
+                name: t.clone(),
+                link,
+            });
+        }
+        // Open a worker session on every other task.
+        let mut set = tokio::task::JoinSet::new();
+        for t in &cluster_tasks {
+            if let Link::Remote(c) = &t.link {
+                let mut c = c.clone();
+                let req = pb::CreateWorkerSessionRequest {
+                    session_handle: handle.clone(),
+                    server_def: Some(pb::ServerDef {
+                        cluster: Some(self.peers.cluster().to_proto()),
+                        job_name: t.name.job.clone(),
+                        task_index: t.name.task as i32,
+                        protocol: "grpc".into(),
+                        ..Default::default()
+                    }),
+                    isolate_session_state: config.isolate_session_state,
+                    cluster_device_attributes: attrs.clone(),
+                    master_task: self.task().to_string(),
+                    master_incarnation: self.nonce as i64,
+                };
+                let name = t.name.clone();
+                let d = self.options.rpc_timeout;
+                set.spawn(async move {
+                    match tokio::time::timeout(d, c.create_worker_session(req)).await {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(s)) => Err(wire::from_grpc(&s, &name.to_string())),
+                        Err(_) => Err(Status::unavailable(format!(
+                            "{name} did not answer CreateWorkerSession within {d:?}"
+                        ))),
+                    }
+                });
+            }
+        }
+        while let Some(r) = set.join_next().await {
+            if let Err(e) = r.unwrap_or_else(|e| Err(Status::internal(e.to_string()))) {
+                self.worker.delete_session(&handle);
+                return Err(e);
+            }
+        }
+        let cw = ClusterWorker::new(
+            handle.clone(),
+            cluster_tasks,
+            client_task,
+            devices,
+            tokio::runtime::Handle::current(),
+            self.options.clone(),
+        )?;
+        let me = Arc::downgrade(self);
+        let h2 = handle.clone();
+        cw.on_cleanup(Box::new(move || {
+            if let Some(m) = me.upgrade() {
+                m.worker.delete_session(&h2);
+            }
+        }));
+        let names = attrs
+            .iter()
+            .map(|d| DeviceName::parse(&d.name))
+            .collect::<Result<Vec<_>>>()?;
+        let options = SessionOptions {
+            allow_soft_placement: config.allow_soft_placement,
+            default_timeout: (config.operation_timeout_in_ms > 0)
+                .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),
+            default_task: Some(DeviceName {
+                job: Some(self.task().job.clone()),
+                replica: Some(0),
+                task: Some(self.task().task),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let runtime = self.runtime.clone();
+        let session = tokio::task::spawn_blocking(move || {
+            Session::with_worker(
+                &runtime,
+                &graph,
+                options,
+                names,
+                Arc::new(cw),
+                Arc::from(SHARED_CONTAINER),
+            )
+        })
+        .await
+        .map_err(|e| Status::internal(format!("CreateSession: {e}")))??;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                handle.clone(),
+                Arc::new(MasterSession {
+                    session,
+                    devices: attrs,
+                    version: AtomicI64::new(0),
+                }),
+            );
+        tracing::debug!(session = %handle, "master session created");
+        Ok(pb::CreateSessionResponse {
+            session_handle: handle,
+            graph_version: 0,
+        })
+    }
+
+    async fn extend_session(
+        &self,
+        r: pb::ExtendSessionRequest,
+    ) -> Result<pb::ExtendSessionResponse> {
+        let s = self.session(&r.session_handle)?;
+        let g = match &r.graph_def {
+            Some(g) => graph_def_from_tf_proto(g, &ImportOptions::default())?,
+            None => GraphDef::default(),
+        };
+        let s2 = Arc::clone(&s);
+        tokio::task::spawn_blocking(move || s2.session.extend(&g))
+            .await
+            .map_err(|e| Status::internal(format!("ExtendSession: {e}")))??;
+        Ok(pb::ExtendSessionResponse {
+            new_graph_version: s.version.fetch_add(1, Ordering::Relaxed) + 1,
+        })
+    }
+
+    async fn run_step(&self, r: pb::RunStepRequest) -> Result<pb::RunStepResponse> {
+        if !r.partial_run_handle.is_empty() {
+            return Err(Status::unimplemented("partial runs are not supported yet"));
+        }
+        let s = self.session(&r.session_handle)?;
+        let mut req = RunRequest::new();
+        for f in &r.feed {
+            req = req.feed(&f.name, wire::tensor_of(f.tensor.as_ref(), &f.name)?);
+        }
+        req.fetches.clone_from(&r.fetch);
+        req.targets.clone_from(&r.target);
+        let o = r.options.clone().unwrap_or_default();
+        req.options = RunOptions {
+            timeout: (o.timeout_in_ms > 0).then(|| Duration::from_millis(o.timeout_in_ms as u64)),
+            trace_level: if o.trace_level > 0 {
+                TraceLevel::FullTrace
+            } else {
+                TraceLevel::NoTrace
+            },
+        };
+        let out = s.session.run_async(req).await?;
+        let mut resp = pb::RunStepResponse::default();
+        for (name, t) in r.fetch.iter().zip(&out.outputs) {
+            resp.tensor.push(wire::named(name, t));
+        }
+        if let Some(m) = &out.metadata {
+            resp.metadata = Some(pb::RunMetadata {
+                step_stats: Some(crate::stats::step_stats_to_proto(&m.step_stats)),
+                partition_graphs: if o.output_partition_graphs {
+                    m.partition_graphs
+                        .iter()
+                        .map(|(_, g)| graph::import::graph_def_to_tf_proto(g))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                ..Default::default()
+            });
+        }
+        Ok(resp)
+    }
+
+    async fn close_session(&self, handle: &str) -> Result<()> {
+        let s = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(handle)
+            .ok_or_else(|| Status::aborted(format!("Session {handle} is not found.")))?;
+        tokio::task::spawn_blocking(move || s.session.close())
+            .await
+            .map_err(|e| Status::internal(format!("CloseSession: {e}")))?
+    }
+
+    async fn list_devices(&self, handle: &str) -> Result<pb::ListDevicesResponse> {
+        let mine = format!("{}/", self.task().device_prefix());
+        let all = if handle.is_empty() {
+            self.cluster_devices()
+                .await?
+                .into_iter()
+                .flat_map(|(_, d)| d)
+                .collect()
+        } else {
+            self.session(handle)?.devices.clone()
+        };
+        let (local_device, remote_device) =
+            all.into_iter().partition(|d| d.name.starts_with(&mine));
+        Ok(pb::ListDevicesResponse {
+            local_device,
+            remote_device,
+        })
+    }
+
+    async fn reset(&self, r: pb::ResetRequest) -> Result<()> {
+        let handles: Vec<String> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for h in handles {
+            let _ = self.close_session(&h).await;
+        }
+        let containers = if r.container.is_empty() {
+            vec![SHARED_CONTAINER.to_owned()]
+        } else {
+            r.container
+        };
+        for t in self.peers.cluster().tasks() {
+            if &t == self.task() {
+                for c in &containers {
+                    self.runtime.reset_container(c);
+                }
+                continue;
+            }
+            let mut c = self.peers.client(&t)?;
+            let req = pb::CleanupAllRequest {
+                container: containers.clone(),
+            };
+            match tokio::time::timeout(self.options.rpc_timeout, c.cleanup_all(req)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(s)) => return Err(wire::from_grpc(&s, &t.to_string())),
+                Err(_) => {
+                    return Err(Status::unavailable(format!(
+                        "{t} did not answer CleanupAll"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every session (the server is stopping).
+    pub fn close_all(&self) {
+        let all: Vec<Arc<MasterSession>> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for s in all {
+            let _ = s.session.close();
+        }
+    }
+}
+
+/// `MasterService` over a [`MasterState`].
+pub struct MasterServer(pub Arc<MasterState>);
+
+type Reply<T> = std::result::Result<Response<T>, tonic::Status>;
+
+fn reply<T>(r: Result<T>) -> Reply<T> {
+    r.map(Response::new).map_err(|e| wire::to_grpc(&e))
+}
+
+#[tonic::async_trait]
+impl MasterService for MasterServer {
+    async fn create_session(
+        &self,
+        r: Request<pb::CreateSessionRequest>,
+    ) -> Reply<pb::CreateSessionResponse> {
+        reply(self.0.create_session(r.into_inner()).await)
+    }
+
+    async fn extend_session(
+        &self,
+        r: Request<pb::ExtendSessionRequest>,
+    ) -> Reply<pb::ExtendSessionResponse> {
+        reply(self.0.extend_session(r.into_inner()).await)
+    }
+
+    async fn partial_run_setup(
+        &self,
+        _: Request<pb::PartialRunSetupRequest>,
+    ) -> Reply<pb::PartialRunSetupResponse> {
+        Err(tonic::Status::unimplemented(
+            "partial runs are not supported by this master yet",
+        ))
+    }
+
+    async fn run_step(&self, r: Request<pb::RunStepRequest>) -> Reply<pb::RunStepResponse> {
+        let r = r.into_inner();
+        let in_body = r.store_errors_in_response_body;
+        match self.0.run_step(r).await {
+            Ok(resp) => Ok(Response::new(resp)),
+            Err(e) if in_body => Ok(Response::new(pb::RunStepResponse {
+                status_code: e.code() as i32,
+                status_error_message: wire::message_of(&e),
+                ..Default::default()
+            })),
+            Err(e) => Err(wire::to_grpc(&e)),
+        }
+    }
+
+    async fn close_session(
+        &self,
+        r: Request<pb::CloseSessionRequest>,
+    ) -> Reply<pb::CloseSessionResponse> {
+        reply(
+            self.0
+                .close_session(&r.into_inner().session_handle)
+                .await
+                .map(|_| pb::CloseSessionResponse {}),
+        )
+    }
+
+    async fn list_devices(
+        &self,
+        r: Request<pb::ListDevicesRequest>,
+    ) -> Reply<pb::ListDevicesResponse> {
+        reply(self.0.list_devices(&r.into_inner().session_handle).await)
+    }
+
+    async fn reset(&self, r: Request<pb::ResetRequest>) -> Reply<pb::ResetResponse> {
+        reply(
+            self.0
+                .reset(r.into_inner())
+                .await
+                .map(|_| pb::ResetResponse {}),
+        )
+    }
+
+    async fn make_callable(
+        &self,
+        _: Request<pb::MakeCallableRequest>,
+    ) -> Reply<pb::MakeCallableResponse> {
+        Err(tonic::Status::unimplemented(
+            "callables are not supported by this master yet; use RunStep",
+        ))
+    }
+
+    async fn run_callable(
+        &self,
+        _: Request<pb::RunCallableRequest>,
+    ) -> Reply<pb::RunCallableResponse> {
+        Err(tonic::Status::unimplemented(
+            "callables are not supported by this master yet; use RunStep",
+        ))
+    }
+
+    async fn release_callable(
+        &self,
+        _: Request<pb::ReleaseCallableRequest>,
+    ) -> Reply<pb::ReleaseCallableResponse> {
+        Err(tonic::Status::unimplemented(
+            "callables are not supported by this master yet; use RunStep",
+        ))
+    }
+}

@@ -1,0 +1,112 @@
+//! [`Peers`]: gRPC clients of a cluster's workers, one channel per task, made on
+//! first use and shared (TensorFlow's `WorkerCache`). Channels connect lazily and
+//! reconnect by themselves; every call carries a deadline, so a dead or frozen peer
+//! is an error within a bound, never a hang.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use graph::{Result, Status};
+use proto::tensorflow::worker_service_client::WorkerServiceClient;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::cluster::{ClusterSpec, TaskName};
+
+/// A worker's gRPC client.
+pub type WorkerClient = WorkerServiceClient<Channel>;
+
+/// How peers are reached.
+#[derive(Clone, Debug)]
+pub struct PeerOptions {
+    /// The most a connection attempt may take.
+    pub connect_timeout: Duration,
+    /// Keepalive pings on idle connections (so a vanished peer is noticed).
+    pub keepalive: Duration,
+}
+
+impl Default for PeerOptions {
+    fn default() -> PeerOptions {
+        PeerOptions {
+            connect_timeout: Duration::from_secs(5),
+            keepalive: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The clients of a cluster's workers; see the module docs.
+pub struct Peers {
+    cluster: ClusterSpec,
+    options: PeerOptions,
+    runtime: tokio::runtime::Handle,
+    clients: Mutex<HashMap<TaskName, WorkerClient>>,
+}
+
+/// The channel to `addr` (`host:port`), connecting on first use.
+pub fn channel(
+    addr: &str,
+    options: &PeerOptions,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Channel> {
+    let ep = Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Status::invalid_argument(format!("invalid address '{addr}': {e}")))?
+        .connect_timeout(options.connect_timeout)
+        .http2_keep_alive_interval(options.keepalive)
+        .keep_alive_timeout(options.keepalive)
+        .keep_alive_while_idle(true)
+        .tcp_nodelay(true);
+    let _enter = runtime.enter();
+    Ok(ep.connect_lazy())
+}
+
+impl Peers {
+    /// The clients of `cluster`'s tasks, driven by `runtime`.
+    pub fn new(
+        cluster: ClusterSpec,
+        options: PeerOptions,
+        runtime: tokio::runtime::Handle,
+    ) -> Peers {
+        Peers {
+            cluster,
+            options,
+            runtime,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &ClusterSpec {
+        &self.cluster
+    }
+
+    /// The tokio runtime the clients run on.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// The client of `task`.
+    pub fn client(&self, task: &TaskName) -> Result<WorkerClient> {
+        let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = m.get(task) {
+            return Ok(c.clone());
+        }
+        let addr = self.cluster.address(task)?;
+        let c = WorkerServiceClient::new(channel(addr, &self.options, &self.runtime)?)
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(usize::MAX);
+        m.insert(task.clone(), c.clone());
+        Ok(c)
+    }
+
+    /// Forgets `task`'s client (after a transport failure: the next call
+    /// reconnects from scratch).
+    pub fn forget(&self, task: &TaskName) {
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(task);
+    }
+}
+
+/// Shared.
+pub type SharedPeers = Arc<Peers>;

@@ -1,0 +1,119 @@
+//! How statuses and tensors travel: TensorFlow's conventions, so a TensorFlow
+//! peer reads what we send and we read what it sends.
+//!
+//! - A status crosses as its canonical code and a message; the node it names rides
+//!   in the message as TensorFlow writes it (`… [[{{node NAME}}]]`) and is parsed
+//!   back on receipt.
+//! - `RunStep`/`RunGraph` errors travel in the response body
+//!   (`store_errors_in_response_body`); other RPCs' errors are gRPC statuses, whose
+//!   codes are the same numbers.
+//! - A transport failure (connection refused, reset, the peer gone) is
+//!   `Unavailable` naming the peer, which is what makes a master fail the step
+//!   rather than wait.
+
+use graph::{Code, Status, Tensor};
+use proto::tensorflow::{NamedTensorProto, TensorProto};
+
+/// The status's message as it travels: the node, if any, in TensorFlow's
+/// `[[{{node NAME}}]]` form.
+pub fn message_of(s: &Status) -> String {
+    match s.node() {
+        Some(n) if !s.message().contains("{{node ") => {
+            format!("{}\n\t [[{{{{node {n}}}}}]]", s.message())
+        }
+        _ => s.message().to_owned(),
+    }
+}
+
+/// A status from its wire form (code number and message).
+pub fn status_from_wire(code: i32, message: &str) -> Status {
+    let code = if code == 0 {
+        Code::Unknown
+    } else {
+        Code::from_i32(code)
+    };
+    let node = message.find("{{node ").and_then(|i| {
+        let rest = &message[i + 7..];
+        rest.find("}}").map(|j| rest[..j].to_owned())
+    });
+    let st = Status::new(code, message.to_owned());
+    match node {
+        Some(n) => st.with_node(n),
+        None => st,
+    }
+}
+
+/// The gRPC status of an error.
+pub fn to_grpc(s: &Status) -> tonic::Status {
+    tonic::Status::new(tonic::Code::from_i32(s.code() as i32), message_of(s))
+}
+
+/// The error a failed RPC to `peer` gives: its status, or `Unavailable` naming the
+/// peer when the transport failed.
+pub fn from_grpc(s: &tonic::Status, peer: &str) -> Status {
+    // A status the transport made (the connection failed or was reset), not one
+    // the peer sent, carries its cause.
+    if std::error::Error::source(s).is_some() {
+        return Status::unavailable(format!("{peer} is unreachable: {}", s.message()));
+    }
+    match s.code() {
+        tonic::Code::Ok => Status::unknown(format!("{peer} answered an error with code OK")),
+        tonic::Code::Unavailable | tonic::Code::Unknown if s.message().is_empty() => {
+            Status::unavailable(format!("{peer} is unreachable"))
+        }
+        tonic::Code::Unavailable => Status::unavailable(format!("{peer}: {}", s.message())),
+        c => status_from_wire(c as i32, s.message()),
+    }
+}
+
+/// The error of a failed connection to `peer`.
+pub fn transport_error(e: &dyn std::fmt::Display, peer: &str) -> Status {
+    Status::unavailable(format!("cannot reach {peer}: {e}"))
+}
+
+/// A tensor by name, for a request or a response.
+pub fn named(name: &str, t: &Tensor) -> NamedTensorProto {
+    NamedTensorProto {
+        name: name.to_owned(),
+        tensor: Some(graph::import::tensor_to_proto(t)),
+    }
+}
+
+/// The tensor a peer sent under `name`; a malformed one is `InvalidArgument`
+/// naming it.
+pub fn tensor_of(p: Option<&TensorProto>, name: &str) -> graph::Result<Tensor> {
+    let p =
+        p.ok_or_else(|| Status::invalid_argument(format!("no tensor was sent for '{name}'")))?;
+    graph::import::tensor_from_proto_limited(p, usize::MAX)
+        .map_err(|e| e.context(format!("tensor '{name}'")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_round_trip_with_their_node() {
+        let s = Status::invalid_argument("bad shape").with_node("layer/mul");
+        let back = status_from_wire(s.code() as i32, &message_of(&s));
+        assert_eq!(back.code(), Code::InvalidArgument);
+        assert_eq!(back.node(), Some("layer/mul"));
+        assert!(back.message().starts_with("bad shape"));
+        let g = to_grpc(&Status::not_found("x"));
+        assert_eq!(g.code(), tonic::Code::NotFound);
+        let e = from_grpc(&tonic::Status::unavailable(""), "/job:w/replica:0/task:1");
+        assert_eq!(e.code(), Code::Unavailable);
+        assert!(e.message().contains("task:1"));
+    }
+
+    #[test]
+    fn tensors_round_trip() {
+        let t = Tensor::vector(&[1.0f32, 2.0, 3.0]);
+        let n = named("x:0", &t);
+        assert_eq!(tensor_of(n.tensor.as_ref(), "x:0").unwrap(), t);
+        assert_eq!(
+            tensor_of(None, "y").unwrap_err().code(),
+            Code::InvalidArgument
+        );
+    }
+}

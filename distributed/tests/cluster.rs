@@ -1,0 +1,306 @@
+//! In-process clusters of servers on 127.0.0.1 (free ports): values equal the
+//! local session's, errors keep their code and node, failed and timed-out steps
+//! leave no state behind, and every server is stopped at the end.
+
+use std::time::Duration;
+
+use actorflow_distributed::{ClusterSpec, Connect, Server, ServerOptions};
+use actors::{RunOptions, Session, SessionOptions, TraceLevel};
+use graph::builder::{cond, while_loop, Scope, WhileOptions};
+use graph::ops::{self, QueueOptions};
+use graph::{Code, DType, GraphDef, Shape, Tensor};
+
+/// Servers of `jobs` (name, tasks), each with `devices` CPUs.
+pub struct Cluster {
+    pub servers: Vec<Server>,
+    pub spec: ClusterSpec,
+}
+
+impl Cluster {
+    pub fn start(jobs: &[(&str, usize)], devices: usize) -> Cluster {
+        let mut listeners = Vec::new();
+        let mut spec = ClusterSpec::new();
+        for (job, n) in jobs {
+            let mut addrs = Vec::new();
+            for t in 0..*n {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                addrs.push(l.local_addr().unwrap().to_string());
+                listeners.push((job.to_string(), t as u32, l));
+            }
+            spec = spec.with_job(job, &addrs).unwrap();
+        }
+        let servers = listeners
+            .into_iter()
+            .map(|(job, task, l)| {
+                let mut o = ServerOptions::new(spec.clone(), &job, task);
+                o.cpu_devices = devices;
+                Server::start_with_listener(o, l).unwrap()
+            })
+            .collect();
+        Cluster { servers, spec }
+    }
+
+    pub fn target(&self, i: usize) -> String {
+        self.servers[i].target()
+    }
+}
+
+fn local(gd: &GraphDef, feeds: &[(&str, Tensor)], fetches: &[&str]) -> Vec<Tensor> {
+    let mut g = gd.clone();
+    for n in &mut g.node {
+        n.device.clear();
+    }
+    let s = Session::new(&g, SessionOptions::default()).unwrap();
+    s.run(feeds, fetches, &[]).unwrap()
+}
+
+#[test]
+fn a_fed_scalar_crosses_to_task_1_and_back() {
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let y = ops::add(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    let z = ops::mul(&s, &y, &y).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    for v in [1.0f32, 2.5, -3.0] {
+        let out = sess
+            .run(
+                &[(&x.name(), Tensor::scalar(v))],
+                &[&y.name(), &z.name()],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(out[0], Tensor::scalar(2.0 * v));
+        assert_eq!(out[1], Tensor::scalar(4.0 * v * v));
+    }
+    let devices = sess.list_devices().unwrap();
+    assert!(devices.contains(&"/job:worker/replica:0/task:0/device:CPU:0".to_string()));
+    assert!(devices.contains(&"/job:worker/replica:0/task:1/device:CPU:0".to_string()));
+    sess.close().unwrap();
+    let e = sess.run(&[], &[&y.name()], &[]).unwrap_err();
+    assert_eq!(e.code(), Code::Cancelled);
+    // Every step's tables are gone on every task.
+    std::thread::sleep(Duration::from_millis(100));
+    for srv in &c.servers {
+        assert_eq!(srv.live_steps(), 0);
+    }
+}
+
+#[test]
+fn a_while_loop_whose_body_spans_two_tasks_matches_the_local_session() {
+    let c = Cluster::start(&[("worker", 2)], 2);
+    let s = Scope::new();
+    let n = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+    let i0 = ops::scalar(&s, 0i32).unwrap();
+    let a0 = ops::scalar(&s, 1.0f32).unwrap();
+    let out = while_loop(
+        &s,
+        |b, v| ops::less(b, &v[0], &n),
+        |b, v| {
+            let i = ops::add(b, &v[0], &ops::scalar(b, 1i32)?)?;
+            let remote = b.with_device("/job:worker/task:1/device:CPU:1");
+            let a = ops::mul(&remote, &v[1], &ops::scalar(&remote, 1.5f32)?)?;
+            let a = ops::add(b, &a, &ops::scalar(b, 0.25f32)?)?;
+            Ok(vec![i, a])
+        },
+        &[i0, a0],
+        &WhileOptions::default(),
+    )
+    .unwrap();
+    let gd = s.graph_def();
+    let sess = Session::connect(&c.target(0), &gd, SessionOptions::default()).unwrap();
+    for k in [0, 1, 7] {
+        let feeds = [(n.name(), Tensor::scalar(k))];
+        let feeds: Vec<(&str, Tensor)> =
+            feeds.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+        let got = sess
+            .run(&feeds, &[&out[0].name(), &out[1].name()], &[])
+            .unwrap();
+        let want = local(&gd, &feeds, &[&out[0].name(), &out[1].name()]);
+        assert_eq!(got, want, "n = {k}");
+    }
+}
+
+#[test]
+fn a_cond_with_branches_on_two_tasks() {
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let p = ops::placeholder(&s, DType::Bool, Shape::scalar()).unwrap();
+    let out = cond(
+        &s,
+        &p,
+        |b| {
+            Ok(vec![ops::mul(
+                &b.with_device("/job:worker/task:1"),
+                &x,
+                &x,
+            )?])
+        },
+        |b| Ok(vec![ops::add(b, &x, &x)?]),
+    )
+    .unwrap();
+    let gd = s.graph_def();
+    let sess = Session::connect(&c.target(1), &gd, SessionOptions::default()).unwrap();
+    for (pv, xv) in [(true, 3.0f32), (false, 3.0), (true, -2.0)] {
+        let feeds = [
+            (x.name(), Tensor::scalar(xv)),
+            (p.name(), Tensor::scalar(pv)),
+        ];
+        let feeds: Vec<(&str, Tensor)> =
+            feeds.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+        let got = sess.run(&feeds, &[&out[0].name()], &[]).unwrap();
+        assert_eq!(got, local(&gd, &feeds, &[&out[0].name()]));
+    }
+}
+
+#[test]
+fn variables_on_a_ps_task_are_shared_by_two_clients() {
+    let c = Cluster::start(&[("ps", 1), ("worker", 2)], 1);
+    let s = Scope::new();
+    let ps = s.with_device("/job:ps/task:0");
+    let init = ops::scalar(&ps, 0.0f32).unwrap();
+    let v = ops::Variable::new(&ps, "counter", &init, false).unwrap();
+    let one = ops::scalar(&s, 1.0f32).unwrap();
+    let bump = ops::assign_add(&s, &v.var, &one).unwrap();
+    let gd = s.graph_def();
+    // Two clients, each through its own worker's master.
+    let a = Session::connect(&c.target(1), &gd, SessionOptions::default()).unwrap();
+    let b = Session::connect(&c.target(2), &gd, SessionOptions::default()).unwrap();
+    a.run(&[], &[], &[v.initializer.name()]).unwrap();
+    for _ in 0..3 {
+        a.run(&[], &[&bump.name()], &[]).unwrap();
+        b.run(&[], &[&bump.name()], &[]).unwrap();
+    }
+    let got = b.run(&[], &[&v.value.name()], &[]).unwrap();
+    assert_eq!(got[0], Tensor::scalar(6.0f32));
+    // Closing a client's session leaves the shared variable in place.
+    a.close().unwrap();
+    let got = b.run(&[], &[&v.value.name()], &[]).unwrap();
+    assert_eq!(got[0], Tensor::scalar(6.0f32));
+}
+
+#[test]
+fn errors_keep_their_code_and_node_and_the_session_stays_usable() {
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::unknown()).unwrap();
+    let w = s.with_device("/job:worker/task:1");
+    let m = ops::mat_mul(&w, &x, &x, false, false).unwrap();
+    let ok = ops::add(&s, &x, &x).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    // A kernel error on task 1 names its node.
+    let e = sess
+        .run(
+            &[(&x.name(), Tensor::vector(&[1.0f32, 2.0]))],
+            &[&m.name()],
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert_eq!(e.node(), Some(m.op().name()), "{e}");
+    // Unknown names, wrong dtypes.
+    let e = sess.run(&[], &["nope:0"], &[]).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+    let e = sess
+        .run(&[(&x.name(), Tensor::scalar(1i32))], &[&ok.name()], &[])
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    // Still usable.
+    let out = sess
+        .run(&[(&x.name(), Tensor::scalar(2.0f32))], &[&ok.name()], &[])
+        .unwrap();
+    assert_eq!(out[0], Tensor::scalar(4.0f32));
+    std::thread::sleep(Duration::from_millis(100));
+    for srv in &c.servers {
+        assert_eq!(srv.live_steps(), 0);
+    }
+}
+
+#[test]
+fn a_step_waiting_on_another_task_times_out_and_the_next_one_runs() {
+    let c = Cluster::start(&[("ps", 1), ("worker", 1)], 1);
+    let s = Scope::new();
+    let ps = s.with_device("/job:ps/task:0");
+    let q = ops::fifo_queue(&ps, &[DType::F32], &QueueOptions::default()).unwrap();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let enq = ops::queue_enqueue(&ps, &q, std::slice::from_ref(&x)).unwrap();
+    let deq = ops::queue_dequeue(&ps, &q, &[DType::F32]).unwrap();
+    let twice = ops::add(&s, &deq[0], &deq[0]).unwrap();
+    let sess = Session::connect(&c.target(1), &s.graph_def(), SessionOptions::default()).unwrap();
+    let opts = RunOptions {
+        timeout: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let t0 = std::time::Instant::now();
+    let e = sess
+        .run_with(&opts, &[], &[&twice.name()], &[])
+        .unwrap_err();
+    assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    sess.run(&[(&x.name(), Tensor::scalar(4.0f32))], &[], &[enq.name()])
+        .unwrap();
+    let out = sess.run(&[], &[&twice.name()], &[]).unwrap();
+    assert_eq!(out[0], Tensor::scalar(8.0f32));
+    std::thread::sleep(Duration::from_millis(100));
+    for srv in &c.servers {
+        assert_eq!(srv.live_steps(), 0);
+    }
+}
+
+#[test]
+fn a_traced_step_returns_every_tasks_statistics() {
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let y = ops::add(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    let opts = RunOptions {
+        trace_level: TraceLevel::FullTrace,
+        ..Default::default()
+    };
+    let out = sess
+        .run_with(
+            &opts,
+            &[(&x.name(), Tensor::scalar(1.0f32))],
+            &[&y.name()],
+            &[],
+        )
+        .unwrap();
+    let m = out.metadata.expect("traced");
+    let devices: Vec<&str> = m.step_stats.iter().map(|c| c.device.as_str()).collect();
+    assert!(devices.iter().any(|d| d.contains("task:0")), "{devices:?}");
+    assert!(devices.iter().any(|d| d.contains("task:1")), "{devices:?}");
+    assert!(m
+        .step_stats
+        .iter()
+        .flat_map(|c| &c.nodes)
+        .any(|n| &*n.node == y.op().name()));
+}
+
+#[test]
+fn a_session_cannot_open_while_a_task_is_down_and_can_once_it_is_back() {
+    let mut c = Cluster::start(&[("worker", 2)], 1);
+    let addr = c.servers[1].local_addr();
+    c.servers[1].stop();
+    c.servers.pop();
+    let s = Scope::new();
+    let x = ops::scalar(&s, 1.0f32).unwrap();
+    let y = ops::add(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default())
+        .err()
+        .expect("task 1 is down");
+    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    // Back on the same address.
+    let l = std::net::TcpListener::bind(addr).unwrap();
+    c.servers.push(
+        Server::start_with_listener(ServerOptions::new(c.spec.clone(), "worker", 1), l).unwrap(),
+    );
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    assert_eq!(
+        sess.run(&[], &[&y.name()], &[]).unwrap()[0],
+        Tensor::scalar(2.0f32)
+    );
+}
