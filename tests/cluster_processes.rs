@@ -155,3 +155,38 @@ fn sigterm_stops_a_server_cleanly() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_frozen_worker_fails_the_step_within_the_bound() {
+    let ports = free_ports(2);
+    let _w0 = start(&ports, 0);
+    let w1 = start(&ports, 1);
+    let s = Scope::new();
+    let remote = s.with_device("/job:worker/task:1");
+    let q = ops::fifo_queue(&remote, &[DType::F32], &QueueOptions::default()).unwrap();
+    let deq = ops::queue_dequeue(&remote, &q, &[DType::F32]).unwrap();
+    let y = ops::add(&s, &deq[0], &deq[0]).unwrap();
+    let sess = Session::connect(
+        &target(&ports, 0),
+        &s.graph_def(),
+        SessionOptions::default(),
+    )
+    .unwrap();
+    let name = y.name();
+    let step = std::thread::spawn(move || sess.run(&[], &[&name], &[]));
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = w1.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let frozen = Instant::now();
+    let r = step.join().unwrap();
+    let waited = frozen.elapsed();
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    // keepalive 2 s + 5 s by default
+    assert!(waited < Duration::from_secs(12), "{waited:?}");
+}

@@ -21,18 +21,32 @@ pub type WorkerClient = WorkerServiceClient<Channel>;
 pub struct PeerOptions {
     /// The most a connection attempt may take.
     pub connect_timeout: Duration,
-    /// Keepalive pings on idle connections (so a vanished peer is noticed).
-    pub keepalive: Duration,
+    /// How often a connection pings its peer (HTTP/2 keepalive), busy or idle.
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is declared dead
+    /// and every call on it fails with `Unavailable`: a frozen or partitioned
+    /// peer is detected within `keepalive_interval + keepalive_timeout`.
+    pub keepalive_timeout: Duration,
 }
 
 impl Default for PeerOptions {
     fn default() -> PeerOptions {
         PeerOptions {
             connect_timeout: Duration::from_secs(5),
-            keepalive: Duration::from_secs(10),
+            keepalive_interval: Duration::from_secs(2),
+            keepalive_timeout: Duration::from_secs(5),
         }
     }
 }
+
+/// HTTP/2 flow-control windows: large enough that a big tensor streams at memory
+/// speed instead of waiting for window updates every 64 KiB (the protocol's
+/// default).
+pub const STREAM_WINDOW: u32 = 32 << 20;
+/// The connection-level window (several streams in flight).
+pub const CONNECTION_WINDOW: u32 = 64 << 20;
+/// The largest HTTP/2 frame.
+pub const MAX_FRAME: u32 = (1 << 24) - 1;
 
 /// The clients of a cluster's workers; see the module docs.
 pub struct Peers {
@@ -51,9 +65,11 @@ pub fn channel(
     let ep = Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| Status::invalid_argument(format!("invalid address '{addr}': {e}")))?
         .connect_timeout(options.connect_timeout)
-        .http2_keep_alive_interval(options.keepalive)
-        .keep_alive_timeout(options.keepalive)
+        .http2_keep_alive_interval(options.keepalive_interval)
+        .keep_alive_timeout(options.keepalive_timeout)
         .keep_alive_while_idle(true)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         .tcp_nodelay(true);
     let _enter = runtime.enter();
     Ok(ep.connect_lazy())

@@ -136,7 +136,11 @@ impl Server {
             TcpIncoming::from(l).with_nodelay(Some(true))
         };
         let router = tonic::transport::Server::builder()
-            .http2_keepalive_interval(Some(Duration::from_secs(10)))
+            .http2_keepalive_interval(Some(options.peer_options.keepalive_interval))
+            .http2_keepalive_timeout(Some(options.peer_options.keepalive_timeout))
+            .initial_stream_window_size(crate::peers::STREAM_WINDOW)
+            .initial_connection_window_size(crate::peers::CONNECTION_WINDOW)
+            .max_frame_size(crate::peers::MAX_FRAME)
             .add_service(
                 MasterServiceServer::new(MasterServer(Arc::clone(&master)))
                     .max_decoding_message_size(usize::MAX)

@@ -220,8 +220,7 @@ impl Session {
         worker: Arc<dyn WorkerInterface>,
         default_container: Arc<str>,
     ) -> Result<Session> {
-        let _span =
-            tracing::debug_span!("session_create", container = %default_container).entered();
+        let _span = tracing::debug_span!("session_create", session = %default_container).entered();
         let builds = Arc::new(AtomicU64::new(0));
         let st = SessionState::new(
             devices.clone(),
