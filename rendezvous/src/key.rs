@@ -246,14 +246,14 @@ mod tests {
         let name = "ids_do_not_depend_on_what_is_alive";
         let id = ParsedKey::new("a", 1, "b", name).unwrap().id();
         assert_eq!(ParsedKey::new("a", 1, "b", name).unwrap().id(), id);
-        assert_eq!(id, key_hash(&format!("a;1;b;{name}")));
+        assert_eq!(id, key_hash(&format!("a;0000000000000001;b;{name}")));
         assert_ne!(ParsedKey::new("a", 2, "b", name).unwrap().id(), id);
     }
 
     #[test]
     fn keys_are_forgotten_with_their_last_holder() {
         let name = "keys_are_forgotten_with_their_last_holder";
-        let id = key_hash(&format!("a;1;b;{name}"));
+        let id = key_hash(&format!("a;0000000000000001;b;{name}"));
         let registered = || registry().contains_key(&id);
         let k = ParsedKey::new("a", 1, "b", name).unwrap();
         let again = ParsedKey::new("a", 1, "b", name).unwrap();
@@ -268,7 +268,7 @@ mod tests {
     #[test]
     fn a_hash_collision_between_live_keys_is_an_error() {
         // plant a live key with another key's id
-        let prefix = "a;1;b;a_hash_collision_between_live_keys_is_an_error";
+        let prefix = "a;0000000000000001;b;a_hash_collision_between_live_keys_is_an_error";
         let planted = Arc::new(Registered {
             id: key_hash(prefix),
             prefix: "some;other;key;entirely".into(),
@@ -298,6 +298,6 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert!(!registry().contains_key(&key_hash(&format!("a;1;b;{name}"))));
+        assert!(!registry().contains_key(&key_hash(&format!("a;0000000000000001;b;{name}"))));
     }
 }
