@@ -75,7 +75,7 @@ pub fn transport_error(e: &dyn std::fmt::Display, peer: &str) -> Status {
 pub fn named(name: &str, t: &Tensor) -> NamedTensorProto {
     NamedTensorProto {
         name: name.to_owned(),
-        tensor: Some(graph::import::tensor_to_proto(t)),
+        tensor: Some(graph::import::tensor_to_content_proto(t)),
     }
 }
 
@@ -111,6 +111,15 @@ mod tests {
         let t = Tensor::vector(&[1.0f32, 2.0, 3.0]);
         let n = named("x:0", &t);
         assert_eq!(tensor_of(n.tensor.as_ref(), "x:0").unwrap(), t);
+        // Numbers travel in tensor_content as TensorFlow's peers send them, even a
+        // uniform tensor (no scan for a splat, no single float_val).
+        let ones = Tensor::vector(&[1.0f32; 1000]);
+        let p = named("ones", &ones).tensor.unwrap();
+        assert_eq!(p.tensor_content.len(), 4000);
+        assert!(p.float_val.is_empty());
+        assert_eq!(tensor_of(Some(&p), "ones").unwrap(), ones);
+        let s = Tensor::from_strings(&[2], vec!["a", "bc"]).unwrap();
+        assert_eq!(tensor_of(named("s", &s).tensor.as_ref(), "s").unwrap(), s);
         assert_eq!(
             tensor_of(None, "y").unwrap_err().code(),
             Code::InvalidArgument

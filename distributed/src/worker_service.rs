@@ -280,7 +280,7 @@ impl WorkerState {
         let v = v?;
         Ok(pb::RecvTensorResponse {
             is_dead: v.is_none(),
-            tensor: v.as_ref().map(graph::import::tensor_to_proto),
+            tensor: v.as_ref().map(graph::import::tensor_to_content_proto),
             send_start_micros: now_micros(),
             ..Default::default()
         })

@@ -64,7 +64,7 @@ pub use attr::{attr_from_proto, attr_to_proto};
 pub use convert::graph_def_to_tf_proto;
 pub use tensor::{
     shape_from_proto, shape_to_proto, tensor_from_proto, tensor_from_proto_limited,
-    tensor_to_proto, DEFAULT_MAX_TENSOR_BYTES,
+    tensor_to_content_proto, tensor_to_proto, DEFAULT_MAX_TENSOR_BYTES,
 };
 
 /// How to import a graph.

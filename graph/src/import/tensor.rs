@@ -400,6 +400,22 @@ pub fn tensor_to_proto(t: &Tensor) -> TensorProto {
     p
 }
 
+/// `t` as TensorFlow's `AsProtoTensorContent` writes it, for the wire: numbers in
+/// `tensor_content` (the tensor's own buffer, shared, never scanned or
+/// compressed), strings and resource handles as [`tensor_to_proto`] writes them.
+/// What `RecvTensor` and `RunGraph` carry: a large tensor costs no pass over it.
+pub fn tensor_to_content_proto(t: &Tensor) -> TensorProto {
+    match t.dtype() {
+        DType::String | DType::Resource => tensor_to_proto(t),
+        _ => TensorProto {
+            dtype: t.dtype().tf_enum(),
+            tensor_shape: Some(tensor_shape_to_proto(t.shape())),
+            tensor_content: t.to_bytes().unwrap_or_default(),
+            ..Default::default()
+        },
+    }
+}
+
 #[cfg(test)]
 #[path = "tensor_tests.rs"]
 mod tests;
