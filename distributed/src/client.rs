@@ -21,7 +21,7 @@ use proto::tensorflow::master_service_client::MasterServiceClient;
 use rendezvous::{completion, CompletionReceiver};
 use tonic::transport::Channel;
 
-use crate::peers::{channel, PeerOptions};
+use crate::peers::{block_on, bounded, channel, PeerOptions};
 use crate::wire;
 
 /// How a client reaches its master.
@@ -59,31 +59,11 @@ fn client_runtime() -> Result<&'static tokio::runtime::Runtime> {
     .map_err(|e| Status::resource_exhausted(format!("cannot start the RPC runtime: {e}")))
 }
 
-/// Runs `f` on the client runtime and waits for it (from any thread not of that
-/// runtime).
+/// Runs `f` on the client runtime and waits for it.
 fn call<T: Send + 'static>(
     f: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
-    let rt = client_runtime()?;
-    let (tx, rx) = completion();
-    rt.spawn(async move { tx.complete(f.await) });
-    rx.wait()
-        .unwrap_or_else(|| Err(Status::cancelled("the RPC runtime stopped")))
-}
-
-async fn bounded<T>(
-    d: Duration,
-    what: &str,
-    target: &str,
-    f: impl std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
-) -> Result<T> {
-    match tokio::time::timeout(d, f).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(wire::from_grpc(&s, target)),
-        Err(_) => Err(Status::unavailable(format!(
-            "{what} to {target} got no answer within {d:?}"
-        ))),
-    }
+    block_on(client_runtime()?.handle(), f)
 }
 
 /// A session on a remote master; see the module docs.

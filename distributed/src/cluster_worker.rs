@@ -36,7 +36,7 @@ use proto::tensorflow as pb;
 use rendezvous::{completion, CompletionReceiver, FrameIter, ParsedKey};
 
 use crate::cluster::TaskName;
-use crate::peers::WorkerClient;
+use crate::peers::{block_on, bounded, WorkerClient};
 use crate::wire;
 
 /// How the master reaches one task.
@@ -109,32 +109,6 @@ pub struct ClusterWorker {
     on_cleanup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
-/// Waits for `f`, run on `runtime`, from a thread outside it.
-fn block_on<T: Send + 'static>(
-    runtime: &tokio::runtime::Handle,
-    f: impl std::future::Future<Output = Result<T>> + Send + 'static,
-) -> Result<T> {
-    let (tx, rx) = completion();
-    runtime.spawn(async move { tx.complete(f.await) });
-    rx.wait()
-        .unwrap_or_else(|| Err(Status::cancelled("the server is shutting down")))
-}
-
-async fn with_timeout<T>(
-    d: Duration,
-    what: &str,
-    task: &TaskName,
-    f: impl std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
-) -> Result<T> {
-    match tokio::time::timeout(d, f).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(wire::from_grpc(&s, &task.to_string())),
-        Err(_) => Err(Status::unavailable(format!(
-            "{what} to {task} got no answer within {d:?}"
-        ))),
-    }
-}
-
 impl ClusterWorker {
     /// The workers of `tasks` for the master session `session_handle` (already
     /// opened on each), whose cluster devices are `devices`; `client_task` is the
@@ -147,18 +121,14 @@ impl ClusterWorker {
         runtime: tokio::runtime::Handle,
         options: ClusterOptions,
     ) -> Result<ClusterWorker> {
-        let prefix = format!("{}/", tasks[client_task].name.device_prefix());
-        let client_device = devices
-            .iter()
-            .find(|d| d.task == client_task && d.device.name.starts_with(&prefix))
+        // The client device: the master task's CPU:0, else its first device.
+        let cpu0 = format!("{}/device:CPU:0", tasks[client_task].name.device_prefix());
+        let mine = || devices.iter().filter(|d| d.task == client_task);
+        let client_device = mine()
+            .find(|d| d.device.name == cpu0)
+            .or_else(|| mine().next())
             .map(|d| d.device.clone())
             .ok_or_else(|| Status::internal("the master's task has no device"))?;
-        let client_device = devices
-            .iter()
-            .map(|d| &d.device)
-            .find(|d| d.name == format!("{prefix}device:CPU:0"))
-            .cloned()
-            .unwrap_or(client_device);
         Ok(ClusterWorker {
             session_handle,
             tasks,
@@ -331,7 +301,8 @@ impl WorkerInterface for ClusterWorker {
                     let name = names[task].clone();
                     set.spawn(async move {
                         let r =
-                            with_timeout(d, "RegisterGraph", &name, c.register_graph(req)).await;
+                            bounded(d, "RegisterGraph", &name.to_string(), c.register_graph(req))
+                                .await;
                         (task, r.map(|r| r.graph_handle))
                     });
                 }

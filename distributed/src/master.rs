@@ -28,7 +28,7 @@ use tonic::{Request, Response};
 
 use crate::cluster::TaskName;
 use crate::cluster_worker::{ClusterDevice, ClusterOptions, ClusterWorker, Link, Task};
-use crate::peers::Peers;
+use crate::peers::{bounded, Peers};
 use crate::wire;
 use crate::worker_service::{WorkerState, SHARED_CONTAINER};
 
@@ -100,15 +100,14 @@ impl MasterState {
             let t = t.clone();
             let d = self.options.rpc_timeout.min(Duration::from_secs(10));
             set.spawn(async move {
-                let r = tokio::time::timeout(d, c.get_status(pb::GetStatusRequest {})).await;
-                let r = match r {
-                    Ok(Ok(r)) => Ok(r.into_inner().device_attributes),
-                    Ok(Err(s)) => Err(wire::from_grpc(&s, &t.to_string())),
-                    Err(_) => Err(Status::unavailable(format!(
-                        "{t} did not answer GetStatus within {d:?}"
-                    ))),
-                };
-                (i, r)
+                let r = bounded(
+                    d,
+                    "GetStatus",
+                    &t.to_string(),
+                    c.get_status(pb::GetStatusRequest {}),
+                )
+                .await;
+                (i, r.map(|r| r.device_attributes))
             });
         }
         while let Some(r) = set.join_next().await {
@@ -188,13 +187,14 @@ impl MasterState {
                 let name = t.name.clone();
                 let d = self.options.rpc_timeout;
                 set.spawn(async move {
-                    match tokio::time::timeout(d, c.create_worker_session(req)).await {
-                        Ok(Ok(_)) => Ok(()),
-                        Ok(Err(s)) => Err(wire::from_grpc(&s, &name.to_string())),
-                        Err(_) => Err(Status::unavailable(format!(
-                            "{name} did not answer CreateWorkerSession within {d:?}"
-                        ))),
-                    }
+                    bounded(
+                        d,
+                        "CreateWorkerSession",
+                        &name.to_string(),
+                        c.create_worker_session(req),
+                    )
+                    .await
+                    .map(|_| ())
                 });
             }
         }
@@ -384,15 +384,13 @@ impl MasterState {
             let req = pb::CleanupAllRequest {
                 container: containers.clone(),
             };
-            match tokio::time::timeout(self.options.rpc_timeout, c.cleanup_all(req)).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(s)) => return Err(wire::from_grpc(&s, &t.to_string())),
-                Err(_) => {
-                    return Err(Status::unavailable(format!(
-                        "{t} did not answer CleanupAll"
-                    )))
-                }
-            }
+            bounded(
+                self.options.rpc_timeout,
+                "CleanupAll",
+                &t.to_string(),
+                c.cleanup_all(req),
+            )
+            .await?;
         }
         Ok(())
     }

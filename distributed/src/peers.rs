@@ -4,7 +4,7 @@
 //! is an error within a bound, never a hang.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use graph::{Result, Status};
@@ -12,6 +12,7 @@ use proto::tensorflow::worker_service_client::WorkerServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::cluster::{ClusterSpec, TaskName};
+use crate::wire;
 
 /// A worker's gRPC client.
 pub type WorkerClient = WorkerServiceClient<Channel>;
@@ -124,5 +125,31 @@ impl Peers {
     }
 }
 
-/// Shared.
-pub type SharedPeers = Arc<Peers>;
+/// Awaits the RPC `f` to `peer` for at most `d`: its answer, its error (see
+/// [`wire::from_grpc`]), or `Unavailable` saying which call got no answer.
+pub async fn bounded<T>(
+    d: Duration,
+    what: &str,
+    peer: &str,
+    f: impl std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T> {
+    match tokio::time::timeout(d, f).await {
+        Ok(Ok(r)) => Ok(r.into_inner()),
+        Ok(Err(s)) => Err(wire::from_grpc(&s, peer)),
+        Err(_) => Err(Status::unavailable(format!(
+            "{what} to {peer} got no answer within {d:?}"
+        ))),
+    }
+}
+
+/// Runs `f` on `runtime` and waits for it, from a thread outside that runtime
+/// (the session actor, a client's caller).
+pub fn block_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Handle,
+    f: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = rendezvous::completion();
+    runtime.spawn(async move { tx.complete(f.await) });
+    rx.wait()
+        .unwrap_or_else(|| Err(Status::cancelled("the RPC runtime stopped")))
+}

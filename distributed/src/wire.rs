@@ -66,11 +66,6 @@ pub fn from_grpc(s: &tonic::Status, peer: &str) -> Status {
     }
 }
 
-/// The error of a failed connection to `peer`.
-pub fn transport_error(e: &dyn std::fmt::Display, peer: &str) -> Status {
-    Status::unavailable(format!("cannot reach {peer}: {e}"))
-}
-
 /// A tensor by name, for a request or a response.
 pub fn named(name: &str, t: &Tensor) -> NamedTensorProto {
     NamedTensorProto {
