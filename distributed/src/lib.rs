@@ -36,6 +36,7 @@ pub mod peers;
 pub mod remote_rendezvous;
 pub mod server;
 pub mod stats;
+pub mod tensor_coding;
 pub mod wire;
 pub mod worker_service;
 

@@ -54,7 +54,7 @@ pub struct Peers {
     cluster: ClusterSpec,
     options: PeerOptions,
     runtime: tokio::runtime::Handle,
-    clients: Mutex<HashMap<TaskName, WorkerClient>>,
+    channels: Mutex<HashMap<TaskName, Channel>>,
 }
 
 /// The channel to `addr` (`host:port`), connecting on first use.
@@ -87,7 +87,7 @@ impl Peers {
             cluster,
             options,
             runtime,
-            clients: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::new()),
         }
     }
 
@@ -101,24 +101,28 @@ impl Peers {
         &self.runtime
     }
 
-    /// The client of `task`.
-    pub fn client(&self, task: &TaskName) -> Result<WorkerClient> {
-        let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+    /// The channel to `task` (one per task, shared by every call).
+    pub fn channel(&self, task: &TaskName) -> Result<Channel> {
+        let mut m = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = m.get(task) {
             return Ok(c.clone());
         }
-        let addr = self.cluster.address(task)?;
-        let c = WorkerServiceClient::new(channel(addr, &self.options, &self.runtime)?)
-            .max_decoding_message_size(usize::MAX)
-            .max_encoding_message_size(usize::MAX);
+        let c = channel(self.cluster.address(task)?, &self.options, &self.runtime)?;
         m.insert(task.clone(), c.clone());
         Ok(c)
+    }
+
+    /// The client of `task`.
+    pub fn client(&self, task: &TaskName) -> Result<WorkerClient> {
+        Ok(WorkerServiceClient::new(self.channel(task)?)
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(usize::MAX))
     }
 
     /// Forgets `task`'s client (after a transport failure: the next call
     /// reconnects from scratch).
     pub fn forget(&self, task: &TaskName) {
-        self.clients
+        self.channels
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(task);

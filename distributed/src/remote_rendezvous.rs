@@ -21,7 +21,7 @@ use rendezvous::{
 
 use crate::cluster::TaskName;
 use crate::peers::Peers;
-use crate::wire;
+use crate::tensor_coding::{self, CallError};
 
 type Slot = Arc<Mutex<Option<RecvCallback>>>;
 
@@ -57,7 +57,7 @@ impl RemoteRendezvous {
             Ok(t) => t,
             Err(e) => return cb(Err(e)),
         };
-        let client = match self.peers.client(&task) {
+        let channel = match self.peers.channel(&task) {
             Ok(c) => c,
             Err(e) => return cb(Err(e)),
         };
@@ -83,21 +83,13 @@ impl RemoteRendezvous {
         let me = self.me.clone();
         let peers = Arc::clone(&self.peers);
         let handle = self.peers.runtime().spawn(async move {
-            let mut client = client;
-            let r = match client.recv_tensor(req).await {
-                Ok(resp) => {
-                    let resp = resp.into_inner();
-                    if resp.is_dead {
-                        Ok(None)
-                    } else {
-                        wire::tensor_of(resp.tensor.as_ref(), "RecvTensor").map(Some)
-                    }
-                }
-                Err(s) => {
-                    if s.code() == tonic::Code::Unavailable {
-                        peers.forget(&task);
-                    }
-                    Err(wire::from_grpc(&s, &task.to_string()).context(format!("From {task}")))
+            let peer = task.to_string();
+            let r = match tensor_coding::recv_tensor(channel, &req, &peer).await {
+                Ok(v) => Ok(v),
+                Err(CallError::Status(s)) => Err(s.context(format!("From {task}"))),
+                Err(CallError::Transport(s)) => {
+                    peers.forget(&task);
+                    Err(s)
                 }
             };
             if let Some(cb) = take(&slot) {

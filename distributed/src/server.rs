@@ -146,11 +146,12 @@ impl Server {
                     .max_decoding_message_size(usize::MAX)
                     .max_encoding_message_size(usize::MAX),
             )
-            .add_service(
-                WorkerServiceServer::new(WorkerServer(worker))
+            .add_service(crate::tensor_coding::WorkerRoutes::new(
+                WorkerServiceServer::new(WorkerServer(Arc::clone(&worker)))
                     .max_decoding_message_size(usize::MAX)
                     .max_encoding_message_size(usize::MAX),
-            );
+                worker,
+            ));
         let t2 = task.clone();
         let serving = tokio.spawn(async move {
             let r = router

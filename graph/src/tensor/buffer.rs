@@ -149,6 +149,93 @@ impl AlignedBuffer {
     }
 }
 
+/// An [`AlignedBuffer`] of a known length filled piece by piece (from a network
+/// stream's chunks) with exactly one copy of each byte and no zeroing first: the
+/// chunks are reserved up front and pushed as the bytes arrive.
+pub struct AlignedBufferBuilder {
+    chunks: Vec<Chunk>,
+    len: usize,
+    /// The bytes of a partly filled chunk.
+    tail: Chunk,
+    tail_len: usize,
+    filled: usize,
+}
+
+impl AlignedBufferBuilder {
+    /// A builder of a `len`-byte buffer, or why it cannot be had.
+    pub fn try_with_len(len: usize) -> Result<AlignedBufferBuilder, AllocError> {
+        let n = chunks_for(len);
+        let mut chunks = Vec::new();
+        if n.checked_mul(BUFFER_ALIGNMENT)
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(AllocError::CapacityOverflow);
+        }
+        chunks
+            .try_reserve_exact(n)
+            .map_err(|_| AllocError::OutOfMemory {
+                bytes: n * BUFFER_ALIGNMENT,
+            })?;
+        Ok(AlignedBufferBuilder {
+            chunks,
+            len,
+            tail: Chunk([0; BUFFER_ALIGNMENT]),
+            tail_len: 0,
+            filled: 0,
+        })
+    }
+
+    /// The bytes still to come.
+    pub fn remaining(&self) -> usize {
+        self.len - self.filled
+    }
+
+    /// Appends the first `min(bytes.len(), remaining())` bytes of `bytes` and
+    /// returns how many it took.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) -> usize {
+        let take = bytes.len().min(self.remaining());
+        let mut rest = &bytes[..take];
+        if self.tail_len > 0 {
+            let n = rest.len().min(BUFFER_ALIGNMENT - self.tail_len);
+            self.tail.0[self.tail_len..self.tail_len + n].copy_from_slice(&rest[..n]);
+            self.tail_len += n;
+            rest = &rest[n..];
+            if self.tail_len == BUFFER_ALIGNMENT {
+                self.chunks.push(self.tail);
+                self.tail_len = 0;
+            }
+        }
+        if rest.is_empty() {
+            self.filled += take;
+            return take;
+        }
+        // The tail is empty here: it was full or had nothing.
+        let whole = rest.chunks_exact(BUFFER_ALIGNMENT);
+        let left = whole.remainder();
+        self.chunks
+            .extend(whole.map(bytemuck::pod_read_unaligned::<Chunk>));
+        self.tail.0[..left.len()].copy_from_slice(left);
+        self.tail_len = left.len();
+        self.filled += take;
+        take
+    }
+
+    /// The buffer, once every byte has arrived (`None` before).
+    pub fn finish(mut self) -> Option<AlignedBuffer> {
+        if self.filled != self.len {
+            return None;
+        }
+        if self.tail_len > 0 {
+            self.tail.0[self.tail_len..].fill(0);
+            self.chunks.push(self.tail);
+        }
+        Some(AlignedBuffer {
+            chunks: Arc::new(self.chunks.into_boxed_slice()),
+            len: self.len,
+        })
+    }
+}
+
 impl AsRef<[u8]> for AlignedBuffer {
     fn as_ref(&self) -> &[u8] {
         self.as_bytes()
@@ -158,6 +245,39 @@ impl AsRef<[u8]> for AlignedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_buffers_hold_their_pieces_in_order() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // Pieces that straddle chunk boundaries in every way.
+        for cut in [1usize, 3, 63, 64, 65, 200, 999, 1000] {
+            let mut b = AlignedBufferBuilder::try_with_len(data.len()).unwrap();
+            for piece in data.chunks(cut) {
+                assert_eq!(b.extend_from_slice(piece), piece.len());
+            }
+            assert_eq!(b.remaining(), 0);
+            let buf = b.finish().unwrap();
+            assert_eq!(buf.as_bytes(), &data[..]);
+            assert_eq!(buf.as_bytes().as_ptr() as usize % BUFFER_ALIGNMENT, 0);
+        }
+        // Extra bytes are not taken; an unfinished buffer is not handed out.
+        let mut b = AlignedBufferBuilder::try_with_len(10).unwrap();
+        assert_eq!(b.extend_from_slice(&[1; 4]), 4);
+        assert_eq!(b.extend_from_slice(&[2; 20]), 6);
+        assert_eq!(
+            b.finish().unwrap().as_bytes(),
+            &[1, 1, 1, 1, 2, 2, 2, 2, 2, 2]
+        );
+        let mut b = AlignedBufferBuilder::try_with_len(10).unwrap();
+        b.extend_from_slice(&[1; 9]);
+        assert!(b.finish().is_none());
+        assert!(AlignedBufferBuilder::try_with_len(0)
+            .unwrap()
+            .finish()
+            .unwrap()
+            .is_empty());
+        assert!(AlignedBufferBuilder::try_with_len(usize::MAX).is_err());
+    }
 
     #[test]
     fn zeroed_buffers_are_aligned_and_zeroed() {

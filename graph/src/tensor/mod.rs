@@ -296,6 +296,38 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A tensor of `dtype` and `shape` over `buffer` (its raw little-endian
+    /// element bytes), without copying; `InvalidArgument` when the sizes differ.
+    /// Booleans are normalised to 0/1.
+    pub fn from_buffer(dtype: DType, shape: &[usize], buffer: AlignedBuffer) -> Result<Tensor> {
+        if !dtype.is_pod() {
+            return Err(Status::invalid_argument(format!(
+                "{dtype} tensors have no raw byte representation"
+            )));
+        }
+        let shape = TensorShape::new(shape);
+        let n = shape.checked_num_elements()?;
+        if n.checked_mul(dtype.size()) != Some(buffer.len()) {
+            return Err(Status::invalid_argument(format!(
+                "{} bytes cannot fill a {dtype} tensor of shape {shape}",
+                buffer.len()
+            )));
+        }
+        let normalise = dtype == DType::Bool && buffer.as_bytes().iter().any(|&b| b > 1);
+        let mut t = if shape.rank() == 0 {
+            // Scalars live inline.
+            pod(dtype, shape, buffer.as_bytes())?
+        } else {
+            shared(dtype, shape, Storage::Pod(buffer))
+        };
+        if normalise {
+            for b in t.pod_bytes_mut()? {
+                *b = (*b != 0) as u8;
+            }
+        }
+        Ok(t)
+    }
+
     /// A string tensor of this shape.
     pub fn from_strings<S: Into<Bytes>>(shape: &[usize], values: Vec<S>) -> Result<Tensor> {
         let shape = TensorShape::new(shape);

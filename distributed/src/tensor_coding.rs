@@ -1,0 +1,740 @@
+//! `RecvTensor` without copies of the tensor (TensorFlow's `grpc_tensor_coding`):
+//! the tensor's bytes are the one big part of a `RecvTensorResponse`, so both ends
+//! handle that message themselves instead of through prost and tonic's codec
+//! (which would copy the bytes into an encode buffer on the sender, and into a
+//! decode buffer and then into the tensor on the receiver).
+//!
+//! - Sender ([`encode_response`]): the response is framed as three pieces — the
+//!   gRPC header and every field before the tensor's `tensor_content`, the content
+//!   itself (a `Bytes` sharing the tensor's buffer), and the fields after it — and
+//!   HTTP/2 writes the middle piece from the tensor's own memory.
+//! - Receiver ([`ResponseDecoder`]): a streaming protobuf reader fed the HTTP/2
+//!   body's chunks as they arrive; it copies `tensor_content` once, straight into
+//!   the receiving tensor's aligned buffer, and decodes every other field (small)
+//!   with prost. Any valid encoding is accepted (fields in any order, content split
+//!   over any chunks), so TensorFlow's own workers are served and read alike.
+//!
+//! The same wire format as any other gRPC peer: these are only faster encoders and
+//! decoders of `tensorflow.RecvTensorResponse`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use graph::tensor::buffer::{AlignedBufferBuilder, AllocError};
+use graph::{Result, Status, Tensor};
+use http_body::Frame;
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use prost::Message;
+use proto::tensorflow::{RecvTensorRequest, RecvTensorResponse, TensorProto};
+use tonic::body::Body;
+use tonic::codegen::{http, BoxFuture, Service};
+use tonic::server::NamedService;
+use tonic::transport::Channel;
+
+use crate::wire;
+use crate::worker_service::WorkerState;
+
+/// The gRPC path of `RecvTensor` (TensorFlow serves and calls the
+/// `tensorflow.WorkerService` path).
+pub const RECV_TENSOR_PATH: &str = "/tensorflow.WorkerService/RecvTensor";
+
+/// Content shorter than this is encoded and decoded with the rest of the message
+/// (one small copy costs less than a piece of its own).
+const INLINE: usize = 16 << 10;
+
+/// The most a `RecvTensorRequest` may take (a key and a few numbers).
+const MAX_REQUEST: usize = 1 << 20;
+
+/// `RecvTensorResponse.tensor` and `TensorProto.tensor_content`.
+const RESPONSE_TENSOR: u32 = 1;
+const TENSOR_CONTENT: u32 = 4;
+
+/// `message` as one gRPC length-prefixed message (uncompressed).
+fn grpc_frame(message: &[u8]) -> Result<Bytes> {
+    let len = u32::try_from(message.len()).map_err(|_| too_big(message.len()))?;
+    let mut b = BytesMut::with_capacity(5 + message.len());
+    b.extend_from_slice(&[0]);
+    b.extend_from_slice(&len.to_be_bytes());
+    b.extend_from_slice(message);
+    Ok(b.freeze())
+}
+
+fn too_big(bytes: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "a {bytes}-byte RecvTensor response exceeds gRPC's 4 GiB message limit"
+    ))
+}
+
+/// `resp` as the pieces of one gRPC message (see the module docs): the tensor's
+/// content, when large, is its own piece, shared with the tensor.
+pub fn encode_response(mut resp: RecvTensorResponse) -> Result<Vec<Bytes>> {
+    let content = match resp.tensor.as_mut() {
+        Some(t) if t.tensor_content.len() >= INLINE => std::mem::take(&mut t.tensor_content),
+        _ => return Ok(vec![grpc_frame(&resp.encode_to_vec())?]),
+    };
+    let head = resp.tensor.take().unwrap_or_default().encode_to_vec();
+    let rest = resp.encode_to_vec();
+    let content_field = key_len(TENSOR_CONTENT) + encoded_len_varint(content.len() as u64);
+    let tensor_len = head.len() + content_field + content.len();
+    let message_len =
+        key_len(RESPONSE_TENSOR) + encoded_len_varint(tensor_len as u64) + tensor_len + rest.len();
+    let len = u32::try_from(message_len).map_err(|_| too_big(message_len))?;
+    let mut prefix = BytesMut::with_capacity(5 + 20 + head.len());
+    prefix.extend_from_slice(&[0]);
+    prefix.extend_from_slice(&len.to_be_bytes());
+    encode_key(RESPONSE_TENSOR, WireType::LengthDelimited, &mut prefix);
+    encode_varint(tensor_len as u64, &mut prefix);
+    prefix.extend_from_slice(&head);
+    encode_key(TENSOR_CONTENT, WireType::LengthDelimited, &mut prefix);
+    encode_varint(content.len() as u64, &mut prefix);
+    Ok(vec![prefix.freeze(), content, Bytes::from(rest)])
+}
+
+/// Received bytes not yet parsed: the network's chunks, uncopied.
+#[derive(Default)]
+struct Chunks {
+    parts: VecDeque<Bytes>,
+    len: usize,
+}
+
+impl Chunks {
+    fn push(&mut self, b: Bytes) {
+        if !b.is_empty() {
+            self.len += b.len();
+            self.parts.push_back(b);
+        }
+    }
+
+    /// The byte at `at`, if it has arrived.
+    fn byte(&self, mut at: usize) -> Option<u8> {
+        for p in &self.parts {
+            if at < p.len() {
+                return Some(p[at]);
+            }
+            at -= p.len();
+        }
+        None
+    }
+
+    /// The varint starting at `at` and its length, if all of it has arrived;
+    /// `DataLoss` when it is longer than a varint can be.
+    fn varint(&self, at: usize) -> Result<Option<(u64, usize)>> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let Some(b) = self.byte(at + i) else {
+                return Ok(None);
+            };
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                return Ok(Some((v, i + 1)));
+            }
+        }
+        Err(Status::data_loss(
+            "RecvTensor response: a varint runs over 10 bytes",
+        ))
+    }
+
+    /// Moves the first `n` bytes (all arrived) to the end of `out`.
+    fn take_into(&mut self, n: usize, out: &mut Vec<u8>) {
+        out.reserve(n);
+        let mut left = n;
+        while left > 0 {
+            let Some(p) = self.parts.front_mut() else {
+                break;
+            };
+            let k = left.min(p.len());
+            out.extend_from_slice(&p[..k]);
+            p.advance(k);
+            if p.is_empty() {
+                self.parts.pop_front();
+            }
+            left -= k;
+        }
+        self.len -= n - left;
+    }
+
+    /// Drops the first `n` bytes (all arrived).
+    fn skip(&mut self, n: usize) {
+        let mut left = n;
+        while left > 0 {
+            let Some(p) = self.parts.front_mut() else {
+                break;
+            };
+            let k = left.min(p.len());
+            p.advance(k);
+            if p.is_empty() {
+                self.parts.pop_front();
+            }
+            left -= k;
+        }
+        self.len -= n - left;
+    }
+
+    /// Moves up to `sink.remaining()` bytes into `sink`; how many it moved.
+    fn drain_into(&mut self, sink: &mut AlignedBufferBuilder) -> usize {
+        let mut moved = 0;
+        while sink.remaining() > 0 {
+            let Some(p) = self.parts.front_mut() else {
+                break;
+            };
+            let k = sink.extend_from_slice(p);
+            p.advance(k);
+            if p.is_empty() {
+                self.parts.pop_front();
+            }
+            moved += k;
+        }
+        self.len -= moved;
+        moved
+    }
+}
+
+/// Where the decoder is in the message.
+enum At {
+    /// Before the 5-byte gRPC header.
+    Header,
+    /// At a field's key (of the response, or of its tensor inside `tensor_end`).
+    Field,
+    /// Inside a large `tensor_content`, `sink` taking its bytes.
+    Content,
+    /// After the whole message.
+    Done,
+}
+
+/// A streaming decoder of one framed `RecvTensorResponse`; see the module docs.
+pub struct ResponseDecoder {
+    at: At,
+    queue: Chunks,
+    /// Bytes of the message consumed so far, and where it and its tensor end.
+    pos: usize,
+    message_end: usize,
+    tensor_end: Option<usize>,
+    saw_tensor: bool,
+    /// The fields other than a large content, re-encoded as they came.
+    response_fields: Vec<u8>,
+    tensor_fields: Vec<u8>,
+    sink: Option<AlignedBufferBuilder>,
+    content: Option<AlignedBufferBuilder>,
+}
+
+impl Default for ResponseDecoder {
+    fn default() -> Self {
+        ResponseDecoder::new()
+    }
+}
+
+fn malformed(what: &str) -> Status {
+    Status::data_loss(format!("malformed RecvTensor response: {what}"))
+}
+
+impl ResponseDecoder {
+    /// A decoder at the start of a response body.
+    pub fn new() -> ResponseDecoder {
+        ResponseDecoder {
+            at: At::Header,
+            queue: Chunks::default(),
+            pos: 0,
+            message_end: 0,
+            tensor_end: None,
+            saw_tensor: false,
+            response_fields: Vec::new(),
+            tensor_fields: Vec::new(),
+            sink: None,
+            content: None,
+        }
+    }
+
+    /// Takes the next chunk of the body.
+    pub fn push(&mut self, chunk: Bytes) -> Result<()> {
+        self.queue.push(chunk);
+        self.parse()
+    }
+
+    fn parse(&mut self) -> Result<()> {
+        loop {
+            match self.at {
+                At::Header => {
+                    if self.queue.len < 5 {
+                        return Ok(());
+                    }
+                    let mut h = Vec::with_capacity(5);
+                    self.queue.take_into(5, &mut h);
+                    if h[0] != 0 {
+                        return Err(Status::unimplemented(
+                            "RecvTensor response: compressed gRPC messages are not supported",
+                        ));
+                    }
+                    self.message_end = u32::from_be_bytes([h[1], h[2], h[3], h[4]]) as usize;
+                    self.at = At::Field;
+                }
+                At::Content => {
+                    let Some(sink) = self.sink.as_mut() else {
+                        return Err(malformed("no content buffer"));
+                    };
+                    self.pos += self.queue.drain_into(sink);
+                    if sink.remaining() > 0 {
+                        return Ok(());
+                    }
+                    self.content = self.sink.take();
+                    self.at = At::Field;
+                }
+                At::Done => {
+                    return match self.queue.len {
+                        0 => Ok(()),
+                        n => Err(malformed(&format!("{n} bytes after the message"))),
+                    };
+                }
+                At::Field => {
+                    if self.tensor_end == Some(self.pos) {
+                        self.tensor_end = None;
+                        continue;
+                    }
+                    if self.pos == self.message_end {
+                        self.at = At::Done;
+                        continue;
+                    }
+                    if !self.field()? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Consumes the field at the front; false when it has not all arrived.
+    fn field(&mut self) -> Result<bool> {
+        let Some((key, klen)) = self.queue.varint(0)? else {
+            return Ok(false);
+        };
+        let (tag, wire) = ((key >> 3) as u32, key & 7);
+        let inside = self.tensor_end.is_some();
+        let end = self.tensor_end.unwrap_or(self.message_end);
+        if wire == WireType::LengthDelimited as u64
+            && ((!inside && tag == RESPONSE_TENSOR) || (inside && tag == TENSOR_CONTENT))
+        {
+            let Some((len, llen)) = self.queue.varint(klen)? else {
+                return Ok(false);
+            };
+            let len = usize::try_from(len).map_err(|_| malformed("a huge length"))?;
+            let start = self.pos + klen + llen;
+            if start.checked_add(len).is_none_or(|e| e > end) {
+                return Err(malformed("a field runs past its message"));
+            }
+            if !inside {
+                self.queue.skip(klen + llen);
+                self.pos = start;
+                self.tensor_end = Some(start + len);
+                self.saw_tensor = true;
+                // A repeated message field merges; its fields are re-read below.
+                return Ok(true);
+            }
+            if len >= INLINE {
+                self.queue.skip(klen + llen);
+                self.pos = start;
+                let sink = AlignedBufferBuilder::try_with_len(len).map_err(|e| match e {
+                    AllocError::CapacityOverflow | AllocError::OutOfMemory { .. } => {
+                        Status::resource_exhausted(format!(
+                            "no memory for a received tensor of {len} bytes: {e}"
+                        ))
+                    }
+                })?;
+                self.sink = Some(sink);
+                self.content = None;
+                self.at = At::Content;
+                return Ok(true);
+            }
+        }
+        let body = match wire {
+            0 => match self.queue.varint(klen)? {
+                Some((_, n)) => n,
+                None => return Ok(false),
+            },
+            1 => 8,
+            5 => 4,
+            2 => match self.queue.varint(klen)? {
+                Some((len, n)) => usize::try_from(len)
+                    .ok()
+                    .and_then(|l| l.checked_add(n))
+                    .ok_or_else(|| malformed("a huge length"))?,
+                None => return Ok(false),
+            },
+            w => return Err(malformed(&format!("wire type {w}"))),
+        };
+        let total = klen + body;
+        if self.pos.checked_add(total).is_none_or(|e| e > end) {
+            return Err(malformed("a field runs past its message"));
+        }
+        if self.queue.len < total {
+            return Ok(false);
+        }
+        let out = if inside {
+            &mut self.tensor_fields
+        } else {
+            &mut self.response_fields
+        };
+        self.queue.take_into(total, out);
+        self.pos += total;
+        Ok(true)
+    }
+
+    /// The response's `is_dead` and its tensor, once the whole body has arrived.
+    pub fn finish(self) -> Result<Option<Tensor>> {
+        if !matches!(self.at, At::Done) {
+            return Err(malformed("the body ended before the message"));
+        }
+        let resp = RecvTensorResponse::decode(self.response_fields.as_slice())
+            .map_err(|e| malformed(&e.to_string()))?;
+        if resp.is_dead {
+            return Ok(None);
+        }
+        if !self.saw_tensor {
+            return wire::tensor_of(None, "RecvTensor").map(Some);
+        }
+        let proto = TensorProto::decode(self.tensor_fields.as_slice())
+            .map_err(|e| malformed(&e.to_string()))?;
+        match self.content.and_then(AlignedBufferBuilder::finish) {
+            None => wire::tensor_of(Some(&proto), "RecvTensor").map(Some),
+            Some(buffer) => {
+                let dtype = graph::import::tensor::dtype_from_proto(proto.dtype)?;
+                let shape =
+                    graph::import::tensor::tensor_shape_from_proto(proto.tensor_shape.as_ref())?;
+                Tensor::from_buffer(dtype, shape.dims(), buffer).map(Some)
+            }
+        }
+    }
+}
+
+/// A response body of pieces known up front, then gRPC's OK trailers.
+struct Pieces(VecDeque<Bytes>, bool);
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, Infallible>>> {
+        if let Some(b) = self.0.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(b))));
+        }
+        if self.1 {
+            return Poll::Ready(None);
+        }
+        self.1 = true;
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.1
+    }
+}
+
+/// TensorFlow's `WorkerService` with `RecvTensor` answered by [`encode_response`]
+/// and every other method by the generated service `S`.
+#[derive(Clone)]
+pub struct WorkerRoutes<S> {
+    inner: S,
+    state: Arc<WorkerState>,
+}
+
+impl<S> WorkerRoutes<S> {
+    /// `inner` for every method but `RecvTensor`, served from `state`.
+    pub fn new(inner: S, state: Arc<WorkerState>) -> WorkerRoutes<S> {
+        WorkerRoutes { inner, state }
+    }
+}
+
+impl<S: NamedService> NamedService for WorkerRoutes<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for WorkerRoutes<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<http::Response<Body>, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        if req.uri().path() == RECV_TENSOR_PATH {
+            let state = Arc::clone(&self.state);
+            return Box::pin(async move { Ok(serve_recv_tensor(&state, req).await) });
+        }
+        Box::pin(self.inner.call(req))
+    }
+}
+
+/// One `RecvTensor`, answered with the tensor's bytes uncopied or with a gRPC
+/// status (trailers only).
+async fn serve_recv_tensor(state: &WorkerState, req: http::Request<Body>) -> http::Response<Body> {
+    let answer = async {
+        let body = http_body_util::BodyExt::collect(http_body_util::Limited::new(
+            req.into_body(),
+            MAX_REQUEST,
+        ))
+        .await
+        .map_err(|e| Status::invalid_argument(format!("RecvTensor request: {e}")))?
+        .to_bytes();
+        let request = unframe(body)?;
+        let request = RecvTensorRequest::decode(request)
+            .map_err(|e| Status::invalid_argument(format!("RecvTensor request: {e}")))?;
+        encode_response(state.recv_tensor(&request).await?)
+    }
+    .await;
+    match answer {
+        Ok(pieces) => {
+            let mut resp = http::Response::new(Body::new(Pieces(pieces.into(), false)));
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/grpc"),
+            );
+            resp
+        }
+        Err(e) => wire::to_grpc(&e).into_http(),
+    }
+}
+
+/// The one uncompressed message of a unary gRPC request body.
+fn unframe(mut body: Bytes) -> Result<Bytes> {
+    if body.len() < 5 {
+        return Err(Status::invalid_argument(
+            "RecvTensor request: no gRPC message",
+        ));
+    }
+    if body[0] != 0 {
+        return Err(Status::unimplemented(
+            "RecvTensor request: compressed gRPC messages are not supported",
+        ));
+    }
+    let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+    body.advance(5);
+    if body.len() != len {
+        return Err(Status::invalid_argument(format!(
+            "RecvTensor request: a {len}-byte message in a {}-byte body",
+            body.len()
+        )));
+    }
+    Ok(body)
+}
+
+/// Why a call failed: a gRPC status of the peer, or the transport's error
+/// (`peer` unreachable: the caller forgets its channel).
+pub enum CallError {
+    /// The peer answered with an error.
+    Status(Status),
+    /// The connection failed.
+    Transport(Status),
+}
+
+/// One `RecvTensor` to the worker behind `channel`: the tensor (`None` when it
+/// is dead), decoded by [`ResponseDecoder`].
+pub async fn recv_tensor(
+    mut channel: Channel,
+    request: &RecvTensorRequest,
+    peer: &str,
+) -> std::result::Result<Option<Tensor>, CallError> {
+    let transport = |e: &dyn std::fmt::Display| {
+        CallError::Transport(Status::unavailable(format!(
+            "RecvTensor to {peer} failed: {e}"
+        )))
+    };
+    let body = grpc_frame(&request.encode_to_vec()).map_err(CallError::Status)?;
+    let mut req = http::Request::new(Body::new(http_body_util::Full::new(body)));
+    *req.method_mut() = http::Method::POST;
+    *req.uri_mut() = http::Uri::from_static(RECV_TENSOR_PATH);
+    let h = req.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    h.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
+    std::future::poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .map_err(|e| transport(&e))?;
+    let resp = channel.call(req).await.map_err(|e| transport(&e))?;
+    let peer_status = |s: tonic::Status| CallError::Status(wire::from_grpc(&s, peer));
+    if let Some(s) = tonic::Status::from_header_map(resp.headers()) {
+        if s.code() != tonic::Code::Ok {
+            return Err(peer_status(s));
+        }
+    }
+    if resp.status() != http::StatusCode::OK {
+        return Err(transport(&format!("HTTP status {}", resp.status())));
+    }
+    let mut body = resp.into_body();
+    let mut decoder = ResponseDecoder::new();
+    let mut trailers_ok = false;
+    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+        let frame = frame.map_err(|s| {
+            if s.code() == tonic::Code::Unavailable || s.code() == tonic::Code::Unknown {
+                transport(&s.message())
+            } else {
+                peer_status(s)
+            }
+        })?;
+        match frame.into_data() {
+            Ok(data) => decoder.push(data).map_err(CallError::Status)?,
+            Err(frame) => {
+                if let Some(t) = frame.trailers_ref() {
+                    match tonic::Status::from_header_map(t) {
+                        Some(s) if s.code() != tonic::Code::Ok => return Err(peer_status(s)),
+                        Some(_) => trailers_ok = true,
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+    if !trailers_ok {
+        return Err(transport(&"the response ended without a gRPC status"));
+    }
+    decoder.finish().map_err(CallError::Status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `pieces` to a decoder re-cut at every `cut` bytes.
+    fn decode_cut(pieces: &[Bytes], cut: usize) -> Result<Option<Tensor>> {
+        let whole: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+        let mut d = ResponseDecoder::new();
+        for c in whole.chunks(cut) {
+            d.push(Bytes::copy_from_slice(c))?;
+        }
+        d.finish()
+    }
+
+    fn response(t: &Tensor) -> RecvTensorResponse {
+        RecvTensorResponse {
+            tensor: Some(graph::import::tensor_to_content_proto(t)),
+            send_start_micros: 1234,
+            require_ack: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn large_tensors_round_trip_through_any_chunking() {
+        let big = Tensor::new(&[3, 5000], (0..15000).map(|i| i as f32 * 0.5).collect()).unwrap();
+        let pieces = encode_response(response(&big)).unwrap();
+        assert_eq!(pieces.len(), 3, "the content travels as its own piece");
+        // The content piece shares the tensor's buffer.
+        assert_eq!(pieces[1].as_ptr(), big.as_bytes().unwrap().as_ptr());
+        for cut in [1, 7, 4096, 16384, 1 << 20] {
+            assert_eq!(
+                decode_cut(&pieces, cut).unwrap(),
+                Some(big.clone()),
+                "cut {cut}"
+            );
+        }
+        // prost reads the same bytes as the same message.
+        let whole: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+        let back = RecvTensorResponse::decode(&whole[5..]).unwrap();
+        assert_eq!(back.send_start_micros, 1234);
+        assert!(back.require_ack);
+        assert_eq!(wire::tensor_of(back.tensor.as_ref(), "t").unwrap(), big);
+    }
+
+    #[test]
+    fn prost_encodings_decode_in_any_field_order() {
+        // As another peer may send it: prost's encoding, content and all in one
+        // piece, and the tensor field after the others.
+        let big = Tensor::new(&[40000], (0..40000i32).collect()).unwrap();
+        let mut resp = response(&big);
+        let tensor = resp.tensor.take().unwrap();
+        let mut body = resp.encode_to_vec();
+        body.extend(
+            RecvTensorResponse {
+                tensor: Some(tensor),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        );
+        let framed = grpc_frame(&body).unwrap();
+        for cut in [3, 1000, 100_000, 1 << 20] {
+            assert_eq!(
+                decode_cut(std::slice::from_ref(&framed), cut).unwrap(),
+                Some(big.clone())
+            );
+        }
+        // Small tensors, strings and dead tensors go inline.
+        for t in [
+            Tensor::scalar(2.5f64),
+            Tensor::from_strings(&[2], vec!["a", "bc"]).unwrap(),
+            Tensor::from_raw_bytes(graph::DType::Bool, &[3], &[0, 1, 1]).unwrap(),
+        ] {
+            let pieces = encode_response(response(&t)).unwrap();
+            assert_eq!(pieces.len(), 1);
+            assert_eq!(decode_cut(&pieces, 2).unwrap(), Some(t));
+        }
+        let dead = RecvTensorResponse {
+            is_dead: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            decode_cut(&encode_response(dead).unwrap(), 1).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn malformed_responses_are_data_loss_not_panics() {
+        let big = Tensor::new(&[20000], vec![1.0f32; 20000]).unwrap();
+        let pieces = encode_response(response(&big)).unwrap();
+        let whole: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+        // Truncated anywhere: an error at the end, never a tensor.
+        for cut in [0, 3, 5, 9, 40, whole.len() / 2, whole.len() - 1] {
+            let mut d = ResponseDecoder::new();
+            d.push(Bytes::copy_from_slice(&whole[..cut])).unwrap();
+            assert_eq!(
+                d.finish().unwrap_err().code(),
+                graph::Code::DataLoss,
+                "cut {cut}"
+            );
+        }
+        // Trailing garbage, a length past the message, a compressed message.
+        let mut extra = whole.clone();
+        extra.push(0);
+        let mut d = ResponseDecoder::new();
+        assert!(d.push(Bytes::from(extra)).is_err());
+        let mut lying = whole.clone();
+        // The tensor field's length (after the header and its key) far past the end.
+        lying[6..10].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f]);
+        let mut d = ResponseDecoder::new();
+        assert_eq!(
+            d.push(Bytes::from(lying)).unwrap_err().code(),
+            graph::Code::DataLoss
+        );
+        let mut d = ResponseDecoder::new();
+        assert_eq!(
+            d.push(Bytes::from_static(&[1, 0, 0, 0, 0]))
+                .unwrap_err()
+                .code(),
+            graph::Code::Unimplemented
+        );
+        // A content whose size does not fit the shape.
+        let mut resp = response(&big);
+        if let Some(t) = resp.tensor.as_mut() {
+            t.tensor_content = t.tensor_content.slice(4..);
+        }
+        let pieces = encode_response(resp).unwrap();
+        assert_eq!(
+            decode_cut(&pieces, 5000).unwrap_err().code(),
+            graph::Code::InvalidArgument
+        );
+    }
+}
