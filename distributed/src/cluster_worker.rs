@@ -81,12 +81,21 @@ pub struct ClusterOptions {
     /// The most a control call (`RegisterGraph`, `CleanupGraph`, `GetStatus`, …)
     /// may take.
     pub rpc_timeout: Duration,
+    /// How often the master asks every other task of a session's cluster for its
+    /// status (`GetStatus`); `None` turns the checks off.
+    pub health_check_interval: Option<Duration>,
+    /// How long a health check may go unanswered: a task that does not answer in
+    /// time, or answers with other device incarnations (it restarted), fails
+    /// every running step of the session.
+    pub health_check_timeout: Duration,
 }
 
 impl Default for ClusterOptions {
     fn default() -> ClusterOptions {
         ClusterOptions {
             rpc_timeout: Duration::from_secs(30),
+            health_check_interval: Some(Duration::from_secs(1)),
+            health_check_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -105,8 +114,105 @@ pub struct ClusterWorker {
     options: ClusterOptions,
     pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
     next_handle: AtomicU64,
-    running: Arc<Mutex<HashMap<u64, tokio::sync::oneshot::Sender<Status>>>>,
+    running: Arc<Running>,
     on_cleanup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Dropped (with the session) to stop the health checks.
+    _health: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// The session's running steps (each with the sender that aborts it), and the
+/// failure that ended the session, if one did.
+#[derive(Default)]
+struct Running {
+    steps: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<Status>>>,
+    failed: Mutex<Option<Status>>,
+}
+
+impl Running {
+    fn steps(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u64, tokio::sync::oneshot::Sender<Status>>> {
+        self.steps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fails every running step with `status`.
+    fn abort_all(&self, status: &Status) {
+        let steps: Vec<_> = self.steps().drain().collect();
+        for (_, tx) in steps {
+            let _ = tx.send(status.clone());
+        }
+    }
+}
+
+/// Asks every remote task for its status every `interval` until `stop` is
+/// dropped; see [`ClusterOptions::health_check_interval`]. `expected` holds each
+/// task's device incarnations by name.
+async fn health_checks(
+    tasks: Vec<(TaskName, WorkerClient, HashMap<String, u64>)>,
+    running: std::sync::Weak<Running>,
+    interval: Duration,
+    timeout: Duration,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => {}
+        }
+        let mut checks = tokio::task::JoinSet::new();
+        for (name, client, expected) in &tasks {
+            let (peer, mut c, expected) = (name.to_string(), client.clone(), expected.clone());
+            checks.spawn(async move {
+                let r = bounded(
+                    timeout,
+                    "GetStatus",
+                    &peer,
+                    c.get_status(pb::GetStatusRequest {}),
+                )
+                .await;
+                let restarted = r.as_ref().is_ok_and(|st| {
+                    st.device_attributes.iter().any(|d| {
+                        expected
+                            .get(&d.name)
+                            .is_some_and(|&inc| inc != d.incarnation)
+                    })
+                });
+                match r {
+                    Err(e) => Err(Status::unavailable(format!(
+                        "health check of {peer} failed: {}",
+                        e.message()
+                    ))),
+                    Ok(_) if restarted => Err(Status::aborted(format!(
+                        "{peer} restarted (its devices have new incarnations); create a new session"
+                    ))),
+                    Ok(_) => Ok(()),
+                }
+            });
+        }
+        let mut failures = Vec::new();
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                r = checks.join_next() => match r {
+                    None => break,
+                    Some(Ok(Err(e))) => failures.push(e),
+                    Some(_) => {}
+                },
+            }
+        }
+        let Some(running) = running.upgrade() else {
+            return;
+        };
+        for status in failures {
+            tracing::warn!(error = %status, "health check failed; aborting the session's steps");
+            if status.code() == graph::Code::Aborted {
+                *running.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(status.clone());
+            }
+            running.abort_all(&status);
+        }
+    }
 }
 
 impl ClusterWorker {
@@ -129,6 +235,36 @@ impl ClusterWorker {
             .or_else(|| mine().next())
             .map(|d| d.device.clone())
             .ok_or_else(|| Status::internal("the master's task has no device"))?;
+        let running = Arc::new(Running::default());
+        let health = options.health_check_interval.and_then(|interval| {
+            let remote: Vec<_> = tasks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| match &t.link {
+                    Link::Remote(c) => {
+                        let incarnations = devices
+                            .iter()
+                            .filter(|d| d.task == i)
+                            .map(|d| (d.device.name.clone(), d.device.incarnation))
+                            .collect();
+                        Some((t.name.clone(), c.clone(), incarnations))
+                    }
+                    Link::Local(_) => None,
+                })
+                .collect();
+            if remote.is_empty() {
+                return None;
+            }
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            runtime.spawn(health_checks(
+                remote,
+                Arc::downgrade(&running),
+                interval,
+                options.health_check_timeout,
+                rx,
+            ));
+            Some(tx)
+        });
         Ok(ClusterWorker {
             session_handle,
             tasks,
@@ -145,8 +281,9 @@ impl ClusterWorker {
             options,
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
-            running: Arc::new(Mutex::new(HashMap::new())),
+            running,
             on_cleanup: Mutex::new(None),
+            _health: health,
         })
     }
 
@@ -361,13 +498,18 @@ impl WorkerInterface for ClusterWorker {
                 req.args.len()
             )));
         }
+        if let Some(e) = &*self
+            .running
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+        {
+            return Err(e.clone());
+        }
         let step_id = req.step_id;
         let (tx, rx) = completion();
         let (abort_tx, abort_rx) = tokio::sync::oneshot::channel();
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(step_id, abort_tx);
+        self.running.steps().insert(step_id, abort_tx);
         let mut sends: Vec<(String, Tensor)> =
             piece.arg_keys.iter().cloned().zip(req.args).collect();
         let calls: Vec<TaskCall> = piece
@@ -403,10 +545,7 @@ impl WorkerInterface for ClusterWorker {
         let running = Arc::clone(&self.running);
         self.runtime.spawn(async move {
             let mut result = run.run(calls, abort_rx).await;
-            running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&step_id);
+            running.steps().remove(&step_id);
             if result.status.is_ok() {
                 let mut got: HashMap<String, Option<Tensor>> =
                     std::mem::take(&mut result.recvs).into_iter().collect();
@@ -421,11 +560,7 @@ impl WorkerInterface for ClusterWorker {
     }
 
     fn abort_step(&self, step_id: u64, status: Status) {
-        let tx = self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&step_id);
+        let tx = self.running.steps().remove(&step_id);
         if let Some(tx) = tx {
             let _ = tx.send(status);
         }

@@ -304,3 +304,31 @@ fn a_session_cannot_open_while_a_task_is_down_and_can_once_it_is_back() {
         Tensor::scalar(2.0f32)
     );
 }
+
+#[test]
+fn the_health_checks_fail_a_step_whose_peer_died_while_it_waits_on_its_own_task() {
+    // Task 1's piece is done at once; task 0's waits on an empty queue with no
+    // deadline and no call in flight to task 1: only the master's health checks
+    // (every second by default) notice that task 1 went away.
+    let mut c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let q = ops::fifo_queue(&s, &[DType::F32], &QueueOptions::default()).unwrap();
+    let deq = ops::queue_dequeue(&s, &q, &[DType::F32]).unwrap();
+    let one = ops::scalar(&s, 1.0f32).unwrap();
+    let t1 = ops::add(&s.with_device("/job:worker/task:1"), &one, &one).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    let mut victim = c.servers.pop().unwrap();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        victim.stop();
+    });
+    let t0 = std::time::Instant::now();
+    let e = sess
+        .run(&[], &[&deq[0].name()], &[t1.op().name()])
+        .unwrap_err();
+    killer.join().unwrap();
+    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    assert!(e.message().contains("task:1"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    assert_eq!(c.servers[0].live_steps(), 0);
+}
