@@ -38,23 +38,77 @@ pub enum AllocError {
     },
 }
 
+/// Buffers at least this large ask the kernel for transparent huge pages: a
+/// 64 MiB tensor then costs 32 page faults instead of 16 384, which is most of
+/// the cost of filling a fresh large buffer (a received tensor, a kernel's output).
+const HUGE_PAGE_MIN: usize = 4 << 20;
+
+/// Advises the kernel to back `[ptr, ptr + len)` with huge pages where it can.
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *const u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    if len < HUGE_PAGE_MIN {
+        return;
+    }
+    // The whole 2 MiB pages inside the range.
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize + len) / HUGE * HUGE;
+    if end <= start {
+        return;
+    }
+    // SAFETY: This is safe because:
+    // 1. `[start, end)` lies inside one live allocation this module owns (it was
+    //    rounded inwards from `[ptr, ptr + len)`), so no other mapping is touched.
+    // 2. `MADV_HUGEPAGE` only changes how the kernel backs the range: it never
+    //    changes its contents, its validity or its protection, so no Rust
+    //    reference to the memory can observe it; a refusal (THP off) is harmless
+    //    and ignored.
+    // Tested by `large_buffers_are_aligned_and_hold_their_bytes`.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_: *const u8, _: usize) {}
+
 /// `n` zeroed chunks, or the allocator's refusal.
 fn zeroed_chunks(n: usize) -> Result<Box<[Chunk]>, AllocError> {
     if n == 0 {
         return Ok(Box::default());
     }
     let layout = Layout::array::<Chunk>(n).map_err(|_| AllocError::CapacityOverflow)?;
+    let huge = layout.size() >= HUGE_PAGE_MIN;
     // SAFETY: This is safe because:
     // 1. `layout` has a non-zero size (`n > 0` and a chunk is 64 bytes), as
-    //    `alloc_zeroed` requires.
+    //    `alloc` and `alloc_zeroed` require.
     // Tested by `zeroed_buffers_are_aligned_and_zeroed` and
     // `impossible_sizes_are_errors_not_aborts`.
     #[allow(unsafe_code)]
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    let ptr = unsafe {
+        if huge {
+            std::alloc::alloc(layout)
+        } else {
+            std::alloc::alloc_zeroed(layout)
+        }
+    };
     if ptr.is_null() {
         return Err(AllocError::OutOfMemory {
             bytes: layout.size(),
         });
+    }
+    if huge {
+        // Huge pages first, so that zeroing faults them in 2 MiB at a time.
+        advise_huge_pages(ptr, layout.size());
+        // SAFETY: This is safe because:
+        // 1. `ptr` is non-null, valid for writes of `layout.size()` bytes (it was
+        //    just allocated with that layout) and nothing else refers to it.
+        // Tested by `large_buffers_are_aligned_and_hold_their_bytes`.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::ptr::write_bytes(ptr, 0, layout.size());
+        }
     }
     let slice = std::ptr::slice_from_raw_parts_mut(ptr.cast::<Chunk>(), n);
     // SAFETY: This is safe because:
@@ -62,8 +116,9 @@ fn zeroed_chunks(n: usize) -> Result<Box<[Chunk]>, AllocError> {
     //    `Layout::array::<Chunk>(n)`, exactly the layout a `Box<[Chunk]>` of `n`
     //    elements frees itself with, and nothing else owns it.
     // 2. `ptr` is aligned for `Chunk`: the layout has `Chunk`'s alignment.
-    // 3. All `n` chunks are initialised: `alloc_zeroed` zeroed every byte and
-    //    `Chunk` is `Zeroable` (a plain byte array), so zero is a valid value.
+    // 3. All `n` chunks are initialised: every byte was zeroed (by `alloc_zeroed`
+    //    or by `write_bytes`) and `Chunk` is `Zeroable` (a plain byte array), so
+    //    zero is a valid value.
     #[allow(unsafe_code)]
     let chunks = unsafe { Box::from_raw(slice) };
     Ok(chunks)
@@ -165,7 +220,7 @@ impl AlignedBufferBuilder {
     /// A builder of a `len`-byte buffer, or why it cannot be had.
     pub fn try_with_len(len: usize) -> Result<AlignedBufferBuilder, AllocError> {
         let n = chunks_for(len);
-        let mut chunks = Vec::new();
+        let mut chunks: Vec<Chunk> = Vec::new();
         if n.checked_mul(BUFFER_ALIGNMENT)
             .is_none_or(|b| b > isize::MAX as usize)
         {
@@ -176,6 +231,7 @@ impl AlignedBufferBuilder {
             .map_err(|_| AllocError::OutOfMemory {
                 bytes: n * BUFFER_ALIGNMENT,
             })?;
+        advise_huge_pages(chunks.as_ptr().cast(), n * BUFFER_ALIGNMENT);
         Ok(AlignedBufferBuilder {
             chunks,
             len,
@@ -245,6 +301,25 @@ impl AsRef<[u8]> for AlignedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_buffers_are_aligned_and_hold_their_bytes() {
+        // Over the huge-page threshold, odd sizes included.
+        for len in [HUGE_PAGE_MIN, HUGE_PAGE_MIN + 65, 9 << 20] {
+            let b = AlignedBuffer::try_zeroed(len).unwrap();
+            assert_eq!(b.len(), len);
+            assert!(b.as_bytes().iter().all(|&x| x == 0));
+            assert_eq!(b.as_bytes().as_ptr() as usize % BUFFER_ALIGNMENT, 0);
+            let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+            let c = AlignedBuffer::try_from_bytes(&data).unwrap();
+            assert_eq!(c.as_bytes(), &data[..]);
+            let mut builder = AlignedBufferBuilder::try_with_len(len).unwrap();
+            for piece in data.chunks(100_003) {
+                builder.extend_from_slice(piece);
+            }
+            assert_eq!(builder.finish().unwrap().as_bytes(), &data[..]);
+        }
+    }
 
     #[test]
     fn built_buffers_hold_their_pieces_in_order() {
