@@ -7,6 +7,15 @@
 //! TensorBoard summaries. A step that fails with `OutOfRange` (an input pipeline ran
 //! out of epochs) ends training cleanly, as in TensorFlow.
 //!
+//! On a cluster (`TrainingConfig::master` names a master, `grpc://host:port`),
+//! the session is the master's, and it **recovers by itself** as TensorFlow's
+//! `_RecoverableSession` does: a step that fails with `Aborted` or `Unavailable`
+//! (a worker or parameter server died or restarted) closes the session, opens a
+//! new one as soon as the cluster answers again (retrying for up to
+//! [`TrainingConfig::recovery_timeout`]), restores the newest checkpoint,
+//! initialises the local variables, restarts the queue runners and runs the step
+//! again; the caller only sees the global step go back to the checkpoint's.
+//!
 //! Restoring falls back: a damaged or missing newest checkpoint is skipped with a
 //! warning and the next newest readable one restored (the rule is in
 //! [`checkpoint_management`](super::checkpoint_management)). The variables are
@@ -87,6 +96,13 @@ pub struct TrainingConfig {
     /// of failing with `DataLoss` (default: fail, so no progress is lost
     /// silently).
     pub start_fresh_if_checkpoints_unreadable: bool,
+    /// The master to run on (`grpc://host:port`, TensorFlow's `master`); `None`:
+    /// an in-process session.
+    pub master: Option<String>,
+    /// How long to keep trying to open a new session after a step failed with
+    /// `Aborted` or `Unavailable` (default 5 minutes); the step's error is
+    /// returned once it has passed.
+    pub recovery_timeout: Option<Duration>,
 }
 
 /// Saves a checkpoint every N steps or seconds, and at the end.
@@ -308,6 +324,85 @@ pub struct MonitoredTrainingSession {
     step: i64,
     stop: bool,
     restored_from: Option<PathBuf>,
+    opener: Opener,
+    recoveries: usize,
+}
+
+/// What opening (and re-opening) the session needs.
+struct Opener {
+    graph: graph::GraphDef,
+    config: TrainingConfig,
+    saver: Option<Arc<Saver>>,
+    init_global: String,
+    init_local: String,
+    step_tensor: String,
+    specs: Vec<QueueRunnerSpec>,
+}
+
+/// A session opened, initialised or restored, with its queue runners started.
+struct Opened {
+    session: Session,
+    restored_from: Option<PathBuf>,
+    step: i64,
+    coord: Coordinator,
+    runners: Vec<QueueRunner>,
+}
+
+impl Opener {
+    fn open(&self) -> Result<Opened> {
+        let config = &self.config;
+        let session = match &config.master {
+            Some(master) => {
+                use distributed::Connect;
+                Session::connect(master, &self.graph, config.session_options.clone())?
+            }
+            None => Session::new(&self.graph, config.session_options.clone())?,
+        };
+        let outcome = match (&config.checkpoint_dir, &self.saver) {
+            (Some(dir), Some(saver)) => {
+                saver.restore_newest_readable(&session, dir.join(CHECKPOINT_BASENAME))?
+            }
+            _ => LatestRestore::NoCheckpoint,
+        };
+        let latest = match outcome {
+            LatestRestore::Restored { path, skipped, .. } => {
+                tracing::info!(path = %path.display(), skipped = skipped.len(), "restored from checkpoint");
+                Some(path)
+            }
+            LatestRestore::NoCheckpoint => None,
+            LatestRestore::NoneReadable { error, .. } => {
+                if !config.start_fresh_if_checkpoints_unreadable {
+                    return Err(Status::data_loss(format!(
+                        "{}; refusing to start training from step 0 \
+                         (set TrainingConfig::start_fresh_if_checkpoints_unreadable to allow it)",
+                        error.message()
+                    )));
+                }
+                tracing::warn!(error = %error, "no checkpoint restores; starting from step 0 as configured");
+                None
+            }
+        };
+        if latest.is_none() {
+            session.run(&[], &[], &[&self.init_global])?;
+        }
+        session.run(&[], &[], &[&self.init_local])?;
+        let step = read_step(&session, &self.step_tensor)?;
+        let coord = Coordinator::new();
+        let runners = start_queue_runners(&session, &coord, &self.specs);
+        Ok(Opened {
+            session,
+            restored_from: latest,
+            step,
+            coord,
+            runners,
+        })
+    }
+}
+
+/// Whether a step's error means the cluster lost a task (TensorFlow's
+/// `_PREEMPTION_ERRORS`), so a new session may succeed.
+fn is_preemption(e: &Status) -> bool {
+    matches!(e.code(), Code::Aborted | Code::Unavailable)
 }
 
 impl MonitoredTrainingSession {
@@ -368,54 +463,79 @@ impl MonitoredTrainingSession {
             )));
         }
         all_hooks.extend(hooks);
-        let specs = QueueRunnerSpec::all_in(scope)?;
-        let session = Session::new(&scope.graph_def(), config.session_options.clone())?;
-        let outcome = match (&config.checkpoint_dir, &saver) {
-            (Some(dir), Some(saver)) => {
-                saver.restore_newest_readable(&session, dir.join(CHECKPOINT_BASENAME))?
-            }
-            _ => LatestRestore::NoCheckpoint,
+        let opener = Opener {
+            graph: scope.graph_def(),
+            config: config.clone(),
+            saver,
+            init_global: init_global.name().to_owned(),
+            init_local: init_local.name().to_owned(),
+            step_tensor: step_read.name(),
+            specs: QueueRunnerSpec::all_in(scope)?,
         };
-        let latest = match outcome {
-            LatestRestore::Restored { path, skipped, .. } => {
-                tracing::info!(path = %path.display(), skipped = skipped.len(), "restored from checkpoint");
-                Some(path)
-            }
-            LatestRestore::NoCheckpoint => None,
-            LatestRestore::NoneReadable { error, .. } => {
-                if !config.start_fresh_if_checkpoints_unreadable {
-                    return Err(Status::data_loss(format!(
-                        "{}; refusing to start training from step 0 \
-                         (set TrainingConfig::start_fresh_if_checkpoints_unreadable to allow it)",
-                        error.message()
-                    )));
-                }
-                tracing::warn!(error = %error, "no checkpoint restores; starting from step 0 as configured");
-                None
-            }
-        };
-        if latest.is_none() {
-            session.run(&[], &[], &[init_global.name()])?;
-        }
-        session.run(&[], &[], &[init_local.name()])?;
-        let step_tensor = step_read.name();
-        let step = read_step(&session, &step_tensor)?;
-        let coord = Coordinator::new();
-        let runners = start_queue_runners(&session, &coord, &specs);
+        let opened = opener.open()?;
         for h in all_hooks.iter_mut() {
-            h.begin(&session, step)?;
+            h.begin(&opened.session, opened.step)?;
         }
         Ok(MonitoredTrainingSession {
-            session,
+            session: opened.session,
             hooks: all_hooks,
-            coord,
-            runners,
-            step_tensor,
-            step,
+            coord: opened.coord,
+            runners: opened.runners,
+            step_tensor: opener.step_tensor.clone(),
+            step: opened.step,
             // Restored at or past the last step: nothing more to run.
-            stop: config.last_step.is_some_and(|n| step >= n),
-            restored_from: latest,
+            stop: config.last_step.is_some_and(|n| opened.step >= n),
+            restored_from: opened.restored_from,
+            opener,
+            recoveries: 0,
         })
+    }
+
+    /// How many times the session was re-opened after losing a task.
+    pub fn recoveries(&self) -> usize {
+        self.recoveries
+    }
+
+    /// Stops the current session's queue runners and replaces the session by a
+    /// new one (see the module docs), or returns `cause` once
+    /// [`TrainingConfig::recovery_timeout`] has passed.
+    fn recover(&mut self, cause: Status) -> Result<()> {
+        let deadline = Instant::now()
+            + self
+                .opener
+                .config
+                .recovery_timeout
+                .unwrap_or(Duration::from_secs(300));
+        tracing::warn!(error = %cause, "the step lost its cluster; opening a new session");
+        self.coord.request_stop(None);
+        for r in &self.runners {
+            let _ = r.cancel(&self.session);
+        }
+        let _ = self.coord.join();
+        let _ = self.session.close();
+        let mut last = cause;
+        loop {
+            match self.opener.open() {
+                Ok(o) => {
+                    tracing::info!(step = o.step, "session re-opened");
+                    self.session = o.session;
+                    self.coord = o.coord;
+                    self.runners = o.runners;
+                    self.step = o.step;
+                    self.restored_from = o.restored_from;
+                    self.recoveries += 1;
+                    return Ok(());
+                }
+                Err(e) if is_preemption(&e) && Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "the cluster is not back yet");
+                    last = e;
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => {
+                    return Err(if is_preemption(&e) { last } else { e });
+                }
+            }
+        }
     }
 
     /// The checkpoint the session was restored from, if any.
@@ -457,14 +577,17 @@ impl MonitoredTrainingSession {
         for e in &extra {
             all.extend(e.iter().map(String::as_str));
         }
-        let out = match self.session.run(feeds, &all, targets) {
-            Ok(o) => o,
-            Err(e) => {
-                if e.code() == Code::OutOfRange {
-                    self.stop = true;
-                    self.coord.request_stop(None);
+        let out = loop {
+            match self.session.run(feeds, &all, targets) {
+                Ok(o) => break o,
+                Err(e) if is_preemption(&e) => self.recover(e)?,
+                Err(e) => {
+                    if e.code() == Code::OutOfRange {
+                        self.stop = true;
+                        self.coord.request_stop(None);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
         };
         self.step = read_step(&self.session, &self.step_tensor)?;
