@@ -11,6 +11,8 @@
 //! - [`gradient_descent`], [`momentum`], [`adam`], [`rms_prop`] — the optimizers,
 //!   each building the fused `Apply*`/`ResourceApply*` op of its family.
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
+//! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
+//!   tasks, everything else on the worker.
 //!
 //! Checkpointing these variables is the root crate's `actorflow::train::Saver`.
 //!
@@ -36,6 +38,7 @@
 //! ```
 
 pub mod adam;
+pub mod device_setter;
 pub mod global_step;
 pub mod gradient_descent;
 pub mod momentum;
@@ -49,6 +52,10 @@ pub mod variables;
 mod tests;
 
 pub use adam::AdamOptimizer;
+pub use device_setter::{
+    replica_device_setter, round_robin_strategy, with_replica_device_setter, PsStrategy,
+    ReplicaDeviceSetter, STANDARD_PS_OPS,
+};
 pub use global_step::{create_global_step, get_or_create_global_step, global_step, GLOBAL_STEP};
 pub use gradient_descent::GradientDescentOptimizer;
 pub use momentum::MomentumOptimizer;
