@@ -13,6 +13,8 @@
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
 //! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
 //!   tasks, everything else on the worker.
+//! - [`sync_replicas`] — [`SyncReplicasOptimizer`]: between-graph synchronous
+//!   replicas through conditional accumulators and a token queue.
 //!
 //! Checkpointing these variables is the root crate's `actorflow::train::Saver`.
 //!
@@ -46,6 +48,7 @@ pub mod optimizer;
 pub mod replicas;
 pub mod rms_prop;
 pub mod slots;
+pub mod sync_replicas;
 pub mod variables;
 
 #[cfg(test)]
@@ -63,8 +66,9 @@ pub use optimizer::{GradAndVar, Hyper, Optimizer};
 pub use replicas::{average_gradients, replicate_minimize, ReplicaMode, Replicated};
 pub use rms_prop::RMSPropOptimizer;
 pub use slots::SlotStore;
+pub use sync_replicas::SyncReplicasOptimizer;
 pub use variables::{
     global_variables, global_variables_initializer, local_variable, local_variables,
-    local_variables_initializer, trainable_variables, variables_initializer, VarKind, VarRef,
-    GLOBAL_VARIABLES, LOCAL_VARIABLES, TRAINABLE_VARIABLES,
+    local_variables_initializer, report_uninitialized_variables, trainable_variables,
+    variables_initializer, VarKind, VarRef, GLOBAL_VARIABLES, LOCAL_VARIABLES, TRAINABLE_VARIABLES,
 };
