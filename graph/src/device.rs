@@ -126,6 +126,29 @@ impl DeviceName {
             && ok(&self.id, &full.id)
     }
 
+    /// This spec with every field `other` sets replaced by `other`'s (TensorFlow's
+    /// `DeviceSpec.merge_from`: no conflicts, `other` wins).
+    ///
+    /// # Examples
+    /// ```
+    /// use actorflow_graph::DeviceName;
+    /// let ps = DeviceName::parse("/job:ps/task:1").unwrap();
+    /// let inner = DeviceName::parse("/task:3/device:CPU:0").unwrap();
+    /// assert_eq!(ps.overridden_by(&inner).to_string(), "/job:ps/task:3/device:CPU:0");
+    /// ```
+    pub fn overridden_by(&self, other: &DeviceName) -> DeviceName {
+        DeviceName {
+            job: other.job.clone().or_else(|| self.job.clone()),
+            replica: other.replica.or(self.replica),
+            task: other.task.or(self.task),
+            device_type: other
+                .device_type
+                .clone()
+                .or_else(|| self.device_type.clone()),
+            id: other.id.or(self.id),
+        }
+    }
+
     /// The spec satisfying both, or `InvalidArgument` when they conflict.
     pub fn merge(&self, other: &DeviceName) -> Result<DeviceName> {
         fn pick<T: Clone + PartialEq + fmt::Debug>(

@@ -6,6 +6,7 @@
 //! - [`op_kernel`] — kernel traits and contexts.
 //! - [`registry`] — kernels by op, device type and type constraints.
 //! - [`queue`] — queues as actors (state machine, stores, host).
+//! - [`accumulator`] — conditional accumulators (state machine, host).
 //! - [`resource`] — resource manager, containers, variables.
 //! - [`cpu`] — the CPU kernels, one module per op family.
 //! - [`testutil`] — running one kernel on given inputs (for tests).
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod accumulator;
 pub mod allocator;
 pub mod cpu;
 pub mod entry;

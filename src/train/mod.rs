@@ -7,6 +7,8 @@
 //! - [`checkpoint_management`] — which checkpoint a restart restores: the
 //!   newest readable one, falling back past damaged or missing ones.
 //! - [`monitored`] — [`MonitoredTrainingSession`] and its hooks.
+//! - [`sync_replicas_hook`] — [`SyncReplicasHook`]: the initialisation and the
+//!   chief's sync loop of a [`SyncReplicasOptimizer`].
 //!
 //! The checkpoint file format and its reader live in
 //! [`kernels::cpu::checkpoint`] (re-exported here as [`CheckpointReader`]).
@@ -14,6 +16,7 @@
 pub mod checkpoint_management;
 pub mod monitored;
 pub mod saver;
+pub mod sync_replicas_hook;
 
 pub use checkpoint_management::{LatestRestore, SkippedCheckpoint};
 pub use graph::train::*;
@@ -26,3 +29,4 @@ pub use saver::{
     get_checkpoint_state, latest_checkpoint, update_checkpoint_state, CheckpointState, Saver,
     SaverOptions, CHECKPOINT_STATE_FILE,
 };
+pub use sync_replicas_hook::SyncReplicasHook;

@@ -7,7 +7,8 @@
 //! the node. Type attributes (`T`, `N`, list types) are inferred from the inputs.
 //!
 //! - [`op_builder`] — `OpBuilder`, `Operation`, `Output`.
-//! - [`scope`] — `Scope` and the shared graph state.
+//! - [`scope`] — `Scope`, its device stack (specs and device functions) and the
+//!   shared graph state.
 //! - [`control_flow`] — `cond` and `while_loop` (TensorFlow v1 structure).
 
 pub mod control_flow;
@@ -16,4 +17,4 @@ pub mod scope;
 
 pub use control_flow::{cond, while_loop, WhileOptions};
 pub use op_builder::{OpBuilder, Operation, Output};
-pub use scope::Scope;
+pub use scope::{DeviceFunction, DeviceRequest, Scope};

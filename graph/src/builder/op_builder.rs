@@ -212,7 +212,8 @@ impl OpBuilder {
         self
     }
 
-    /// Requests a device for this node, overriding the scope's.
+    /// Requests a device for this node, replacing the scope's innermost device
+    /// spec (device functions around it still apply; see [`Scope`]).
     pub fn device(mut self, device: &str) -> OpBuilder {
         self.device = Some(device.to_owned());
         self
@@ -261,8 +262,8 @@ impl OpBuilder {
             self.name.as_deref().unwrap_or(&self.op),
             self.name.is_some(),
         )?;
+        def.device = scope.device_for(&self.op, &name, self.device.as_deref())?;
         def.name = name;
-        def.device = self.device.unwrap_or_else(|| scope.device().to_owned());
         for c in scope
             .control_dependencies()
             .iter()

@@ -2,6 +2,21 @@
 //! shared graph under construction plus the context new nodes inherit: a name
 //! prefix, a device, control dependencies and a colocation target. Derived scopes
 //! (`with_*`) share the graph and change only the context.
+//!
+//! Devices follow TensorFlow's device stack (`tf.device` in `ops.py`). A scope
+//! holds a stack of device layers, outermost first: device specs
+//! ([`Scope::with_device`]) and device functions ([`Scope::with_device_fn`], e.g.
+//! [`replica_device_setter`](crate::train::replica_device_setter)). A new node's
+//! device starts as its innermost spec (the builder's own
+//! [`OpBuilder::device`](crate::builder::OpBuilder::device), else the scope's
+//! innermost `with_device`), then every layer further out is applied, innermost
+//! first: a function maps the node (op type, name, device so far) to a device; a
+//! spec fills the fields the device so far leaves unset. Consecutive specs do
+//! not merge: `with_device` replaces the spec it nests in (so without device
+//! functions a node's device is exactly the innermost spec, as it always was).
+//! Inside [`Scope::colocate_with`] the device functions are suspended, as
+//! TensorFlow's `colocate_with` suspends them: the node requests its innermost
+//! spec and follows its colocation target.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,7 +27,30 @@ use crate::builder::control_flow::ContextInfo;
 use crate::builder::op_builder::{OpInfo, Operation, Output};
 use crate::builder::OpBuilder;
 use crate::op_def::InferenceContext;
-use crate::{Graph, GraphDef, NodeDef, OpRegistry, Result, Shape, Status, Tensor};
+use crate::{DeviceName, Graph, GraphDef, NodeDef, OpRegistry, Result, Shape, Status, Tensor};
+
+/// What a device function sees of the node it places: its op type, its name and
+/// the device requested so far (by inner device scopes or the builder).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceRequest<'a> {
+    /// The op type (`VariableV2`, `MatMul`, …).
+    pub op_type: &'a str,
+    /// The node's full name.
+    pub name: &'a str,
+    /// The device requested so far (`""`: none).
+    pub device: &'a str,
+}
+
+/// A device function (TensorFlow's `tf.device(function)`): the device of a new
+/// node from its [`DeviceRequest`]. An error fails the node's creation.
+pub type DeviceFunction = Arc<dyn Fn(&DeviceRequest<'_>) -> Result<String> + Send + Sync>;
+
+/// One entry of a scope's device stack; see the module docs.
+#[derive(Clone)]
+enum DeviceLayer {
+    Spec(String),
+    Function(DeviceFunction),
+}
 
 #[derive(Default)]
 struct GraphState {
@@ -45,7 +83,8 @@ struct GraphState {
 pub struct Scope {
     state: Arc<Mutex<GraphState>>,
     prefix: String,
-    device: String,
+    /// Outermost first; see the module docs.
+    devices: Vec<DeviceLayer>,
     control_deps: Vec<String>,
     colocation: Option<String>,
     context: Option<usize>,
@@ -63,7 +102,7 @@ impl Scope {
         Scope {
             state: Arc::new(Mutex::new(GraphState::default())),
             prefix: String::new(),
-            device: String::new(),
+            devices: vec![],
             control_deps: vec![],
             colocation: None,
             context: None,
@@ -85,10 +124,54 @@ impl Scope {
         s
     }
 
-    /// A scope whose nodes request `device` (full or partial spec).
+    /// A scope whose nodes request `device` (full or partial spec). It replaces
+    /// the innermost spec; inside a device function it is merged with what the
+    /// function makes of it (see the module docs).
     pub fn with_device(&self, device: &str) -> Scope {
         let mut s = self.clone();
-        s.device = device.to_owned();
+        let spec = DeviceLayer::Spec(device.to_owned());
+        match s.devices.last_mut() {
+            Some(top @ DeviceLayer::Spec(_)) => *top = spec,
+            _ => s.devices.push(spec),
+        }
+        s
+    }
+
+    /// A scope whose nodes' devices `f` chooses (TensorFlow's
+    /// `tf.device(function)`), applied after the specs nested inside it and
+    /// before the ones around it (see the module docs).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use actorflow_graph::builder::{DeviceRequest, Scope};
+    /// use actorflow_graph::{ops, Tensor};
+    /// let root = Scope::new();
+    /// let s = root.with_device_fn(Arc::new(|n: &DeviceRequest<'_>| {
+    ///     Ok(if n.op_type == "Const" { "/device:CPU:1".to_owned() } else { n.device.to_owned() })
+    /// }));
+    /// let c = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
+    /// assert_eq!(root.graph_def().find(c.op().name()).unwrap().device, "/device:CPU:1");
+    /// ```
+    pub fn with_device_fn(&self, f: DeviceFunction) -> Scope {
+        let mut s = self.clone();
+        s.devices.push(DeviceLayer::Function(f));
+        s
+    }
+
+    /// A scope with no device specs or functions (TensorFlow's
+    /// `tf.device(None)`).
+    pub fn without_device(&self) -> Scope {
+        let mut s = self.clone();
+        s.devices.clear();
+        s
+    }
+
+    /// A scope in the root name scope (TensorFlow's `tf.name_scope("")`), with
+    /// everything else unchanged.
+    pub fn with_root_name_scope(&self) -> Scope {
+        let mut s = self.clone();
+        s.prefix.clear();
         s
     }
 
@@ -127,9 +210,55 @@ impl Scope {
         &self.prefix
     }
 
-    /// The device new nodes request.
+    /// The innermost device spec (`""` when there is none, or when a device
+    /// function is innermost).
     pub fn device(&self) -> &str {
-        &self.device
+        match self.devices.last() {
+            Some(DeviceLayer::Spec(d)) => d,
+            _ => "",
+        }
+    }
+
+    /// The device of a new node of op `op_type` named `name`, whose builder
+    /// requested `explicit` (see the module docs). Errors name the node.
+    pub(crate) fn device_for(
+        &self,
+        op_type: &str,
+        name: &str,
+        explicit: Option<&str>,
+    ) -> Result<String> {
+        let mut outer = self.devices.iter().rev().peekable();
+        let innermost = match outer.peek() {
+            Some(DeviceLayer::Spec(d)) => {
+                let d = d.clone();
+                outer.next();
+                d
+            }
+            _ => String::new(),
+        };
+        let mut device = explicit.map_or(innermost, str::to_owned);
+        if self.colocation.is_some() {
+            return Ok(device);
+        }
+        for layer in outer {
+            device = match layer {
+                DeviceLayer::Function(f) => f(&DeviceRequest {
+                    op_type,
+                    name,
+                    device: &device,
+                }),
+                DeviceLayer::Spec(spec) => fill_unset(spec, &device),
+            }
+            .map_err(|e| e.with_node(name))?;
+        }
+        Ok(device)
+    }
+
+    /// True when a device function applies to this scope's nodes.
+    pub fn has_device_fn(&self) -> bool {
+        self.devices
+            .iter()
+            .any(|l| matches!(l, DeviceLayer::Function(_)))
     }
 
     pub(crate) fn control_dependencies(&self) -> &[String] {
@@ -395,4 +524,12 @@ impl Scope {
     pub fn with_graph<R>(&self, f: impl FnOnce(&Graph) -> R) -> R {
         f(&self.lock().graph)
     }
+}
+
+/// `outer` with the fields `device` sets replaced by `device`'s (an outer
+/// `tf.device` spec only fills what inner layers left unset).
+fn fill_unset(outer: &str, device: &str) -> Result<String> {
+    let outer_spec = DeviceName::parse(outer)?;
+    let inner = DeviceName::parse(device)?;
+    Ok(outer_spec.overridden_by(&inner).to_string())
 }

@@ -2,6 +2,14 @@
 //! loop iterations (the gradients of while loops push forward values and pop them
 //! in reverse), queues, and DynamicStitch (which interleaves tensors by index; the
 //! gradients of reductions over run-time axes emit it).
+//!
+//! - [`accumulator`] — conditional accumulators (`ConditionalAccumulator`,
+//!   `AccumulatorApplyGradient`, `AccumulatorTakeGradient`, …), which aggregate
+//!   the gradients of synchronous replicas.
+
+pub mod accumulator;
+
+pub use accumulator::{AccumulatorOptions, ConditionalAccumulator, ReductionType};
 
 use crate::builder::{Operation, Output, Scope};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
@@ -10,6 +18,7 @@ use crate::{DType, OpRegistry, Result, Shape};
 /// Registers the data-flow ops.
 pub fn register_all_ops(r: &OpRegistry) {
     register_queues(r);
+    accumulator::register_all_ops(r);
     for name in ["DynamicStitch", "ParallelDynamicStitch"] {
         r.register(
             OpDef::build(name)

@@ -11,6 +11,10 @@
 //! - [`gradient_descent`], [`momentum`], [`adam`], [`rms_prop`] — the optimizers,
 //!   each building the fused `Apply*`/`ResourceApply*` op of its family.
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
+//! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
+//!   tasks, everything else on the worker.
+//! - [`sync_replicas`] — [`SyncReplicasOptimizer`]: between-graph synchronous
+//!   replicas through conditional accumulators and a token queue.
 //!
 //! Checkpointing these variables is the root crate's `actorflow::train::Saver`.
 //!
@@ -36,6 +40,7 @@
 //! ```
 
 pub mod adam;
+pub mod device_setter;
 pub mod global_step;
 pub mod gradient_descent;
 pub mod momentum;
@@ -43,12 +48,17 @@ pub mod optimizer;
 pub mod replicas;
 pub mod rms_prop;
 pub mod slots;
+pub mod sync_replicas;
 pub mod variables;
 
 #[cfg(test)]
 mod tests;
 
 pub use adam::AdamOptimizer;
+pub use device_setter::{
+    replica_device_setter, round_robin_strategy, with_replica_device_setter, PsStrategy,
+    ReplicaDeviceSetter, STANDARD_PS_OPS,
+};
 pub use global_step::{create_global_step, get_or_create_global_step, global_step, GLOBAL_STEP};
 pub use gradient_descent::GradientDescentOptimizer;
 pub use momentum::MomentumOptimizer;
@@ -56,8 +66,9 @@ pub use optimizer::{GradAndVar, Hyper, Optimizer};
 pub use replicas::{average_gradients, replicate_minimize, ReplicaMode, Replicated};
 pub use rms_prop::RMSPropOptimizer;
 pub use slots::SlotStore;
+pub use sync_replicas::SyncReplicasOptimizer;
 pub use variables::{
     global_variables, global_variables_initializer, local_variable, local_variables,
-    local_variables_initializer, trainable_variables, variables_initializer, VarKind, VarRef,
-    GLOBAL_VARIABLES, LOCAL_VARIABLES, TRAINABLE_VARIABLES,
+    local_variables_initializer, report_uninitialized_variables, trainable_variables,
+    variables_initializer, VarKind, VarRef, GLOBAL_VARIABLES, LOCAL_VARIABLES, TRAINABLE_VARIABLES,
 };

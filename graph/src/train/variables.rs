@@ -252,6 +252,38 @@ pub fn local_variables_initializer(s: &Scope) -> Result<Operation> {
     variables_initializer(s, &local_variables(s)?, "init_local")
 }
 
+/// `tf.compat.v1.report_uninitialized_variables`: a string vector of the names
+/// of `vars` that are not initialised when it runs (empty when all are), built
+/// in the name scope `report_uninitialized_variables` on the CPU (an
+/// `IsVariableInitialized` or `VarIsInitializedOp` per variable, each with its
+/// variable, then `Pack`, `LogicalNot` and a boolean mask of a constant holding
+/// the names).
+pub fn report_uninitialized_variables(s: &Scope, vars: &[VarRef]) -> Result<Output> {
+    let ns = s.with_name_scope("report_uninitialized_variables");
+    let mut flags = Vec::with_capacity(vars.len());
+    for v in vars {
+        let vs = ns.colocate_with(v.op());
+        flags.push(match v.kind() {
+            VarKind::Ref => vs
+                .op("IsVariableInitialized")
+                .input(v.handle())
+                .attr("dtype", v.dtype())
+                .build1()?,
+            VarKind::Resource => vs.op("VarIsInitializedOp").input(v.handle()).build1()?,
+        });
+    }
+    let cpu = ns.with_device("/device:CPU:0");
+    let names: Vec<String> = vars.iter().map(|v| v.name().to_owned()).collect();
+    let names = ops::constant(&cpu, Tensor::from_strings(&[names.len()], names)?)?;
+    if vars.is_empty() {
+        return Ok(names);
+    }
+    let uninitialized = ops::logical_not(&cpu, &ops::pack(&cpu, &flags, 0)?)?;
+    let at = ops::where_(&cpu, &uninitialized)?;
+    let at = ops::reshape(&cpu, &at, &ops::constant(&cpu, Tensor::vector(&[-1i64]))?)?;
+    ops::gather_v1(&cpu, &names, &at)
+}
+
 /// A reference variable in the local collection only (not trainable, not
 /// checkpointed): a `VariableV2` named `name`, its initializer `<name>/Assign`
 /// from `initial_value`, and its read `<name>/read`.

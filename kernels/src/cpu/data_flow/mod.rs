@@ -3,7 +3,10 @@
 //! - [`stack`] — `StackV2` and friends.
 //! - [`queue_ops`] — the queue ops (queues themselves: [`crate::queue`]).
 //! - [`dynamic_stitch`] — `DynamicStitch`, `ParallelDynamicStitch`.
+//! - [`accumulator_ops`] — the conditional accumulator ops (accumulators
+//!   themselves: [`crate::accumulator`]).
 
+pub mod accumulator_ops;
 pub mod dynamic_stitch;
 pub mod queue_ops;
 pub mod stack;
@@ -15,4 +18,5 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     queue_ops::register_all_kernels(r);
     stack::register_all_kernels(r);
     dynamic_stitch::register_all_kernels(r);
+    accumulator_ops::register_all_kernels(r);
 }
