@@ -69,7 +69,7 @@ pub trait SessionRunHook: Send {
 }
 
 /// How a [`MonitoredTrainingSession`] runs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TrainingConfig {
     /// Where checkpoints go and are restored from (`None`: no checkpoints).
     pub checkpoint_dir: Option<PathBuf>,
@@ -101,8 +101,36 @@ pub struct TrainingConfig {
     pub master: Option<String>,
     /// How long to keep trying to open a new session after a step failed with
     /// `Aborted` or `Unavailable` (default 5 minutes); the step's error is
-    /// returned once it has passed.
+    /// returned once it has passed. Also how long a non-chief waits for the
+    /// chief to initialise the model.
     pub recovery_timeout: Option<Duration>,
+    /// Whether this is the chief (default): the chief restores or initialises
+    /// the model and alone saves checkpoints and summaries; any other worker of
+    /// a between-graph replicated job waits until the chief has initialised every
+    /// global variable (TensorFlow's `WorkerSessionCreator`), then initialises
+    /// only its local variables.
+    pub is_chief: bool,
+}
+
+impl Default for TrainingConfig {
+    fn default() -> TrainingConfig {
+        TrainingConfig {
+            checkpoint_dir: None,
+            save_checkpoint_steps: None,
+            save_checkpoint_secs: None,
+            max_to_keep: None,
+            log_step_count_steps: None,
+            last_step: None,
+            summary_dir: None,
+            summary_op: None,
+            save_summaries_steps: None,
+            session_options: SessionOptions::default(),
+            start_fresh_if_checkpoints_unreadable: false,
+            master: None,
+            recovery_timeout: None,
+            is_chief: true,
+        }
+    }
 }
 
 /// Saves a checkpoint every N steps or seconds, and at the end.
@@ -335,6 +363,8 @@ struct Opener {
     saver: Option<Arc<Saver>>,
     init_global: String,
     init_local: String,
+    /// The names of the uninitialised global variables (a string vector).
+    report_uninitialized: String,
     step_tensor: String,
     specs: Vec<QueueRunnerSpec>,
 }
@@ -358,6 +388,9 @@ impl Opener {
             }
             None => Session::new(&self.graph, config.session_options.clone())?,
         };
+        if !config.is_chief {
+            return self.open_as_worker(session);
+        }
         let outcome = match (&config.checkpoint_dir, &self.saver) {
             (Some(dir), Some(saver)) => {
                 saver.restore_newest_readable(&session, dir.join(CHECKPOINT_BASENAME))?
@@ -392,6 +425,45 @@ impl Opener {
         Ok(Opened {
             session,
             restored_from: latest,
+            step,
+            coord,
+            runners,
+        })
+    }
+}
+
+impl Opener {
+    /// A non-chief's session: once the chief has initialised the model (polled),
+    /// its local variables and queue runners.
+    fn open_as_worker(&self, session: Session) -> Result<Opened> {
+        let deadline = Instant::now()
+            + self
+                .config
+                .recovery_timeout
+                .unwrap_or(Duration::from_secs(300));
+        loop {
+            let out = session.run(&[], &[&self.report_uninitialized], &[])?;
+            let missing = out.first().map_or(0, |t| t.num_elements());
+            if missing == 0 {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(Status::deadline_exceeded(format!(
+                    "the chief has not initialised the model: {} variables are still \
+                     uninitialised ({})",
+                    missing, out[0]
+                )));
+            }
+            tracing::debug!(missing, "waiting for the chief to initialise the model");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        session.run(&[], &[], &[&self.init_local])?;
+        let step = read_step(&session, &self.step_tensor)?;
+        let coord = Coordinator::new();
+        let runners = start_queue_runners(&session, &coord, &self.specs);
+        Ok(Opened {
+            session,
+            restored_from: None,
             step,
             coord,
             runners,
@@ -436,7 +508,7 @@ impl MonitoredTrainingSession {
             None => None,
         };
         let mut all_hooks: Vec<Box<dyn SessionRunHook>> = Vec::new();
-        if let (Some(dir), Some(saver)) = (&config.checkpoint_dir, &saver) {
+        if let (true, Some(dir), Some(saver)) = (config.is_chief, &config.checkpoint_dir, &saver) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 Status::new(Code::PermissionDenied, format!("{}: {e}", dir.display()))
             })?;
@@ -453,7 +525,9 @@ impl MonitoredTrainingSession {
         if let Some(n) = config.last_step {
             all_hooks.push(Box::new(StopAtStepHook { last_step: n }));
         }
-        if let (Some(dir), Some(op)) = (&config.summary_dir, &config.summary_op) {
+        if let (true, Some(dir), Some(op)) =
+            (config.is_chief, &config.summary_dir, &config.summary_op)
+        {
             let mut writer = FileWriter::new(dir)?;
             writer.add_graph(&scope.graph_def())?;
             all_hooks.push(Box::new(SummarySaverHook::new(
@@ -469,6 +543,11 @@ impl MonitoredTrainingSession {
             saver,
             init_global: init_global.name().to_owned(),
             init_local: init_local.name().to_owned(),
+            report_uninitialized: graph::train::report_uninitialized_variables(
+                &scope.with_name_scope("monitored"),
+                &graph::train::global_variables(scope)?,
+            )?
+            .name(),
             step_tensor: step_read.name(),
             specs: QueueRunnerSpec::all_in(scope)?,
         };
