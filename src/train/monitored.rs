@@ -537,17 +537,18 @@ impl MonitoredTrainingSession {
             )));
         }
         all_hooks.extend(hooks);
+        let report_uninitialized = graph::train::report_uninitialized_variables(
+            &scope.with_name_scope("monitored"),
+            &graph::train::global_variables(scope)?,
+        )?
+        .name();
         let opener = Opener {
             graph: scope.graph_def(),
             config: config.clone(),
             saver,
             init_global: init_global.name().to_owned(),
             init_local: init_local.name().to_owned(),
-            report_uninitialized: graph::train::report_uninitialized_variables(
-                &scope.with_name_scope("monitored"),
-                &graph::train::global_variables(scope)?,
-            )?
-            .name(),
+            report_uninitialized,
             step_tensor: step_read.name(),
             specs: QueueRunnerSpec::all_in(scope)?,
         };

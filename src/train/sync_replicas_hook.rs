@@ -13,7 +13,9 @@
 //! `replicas_to_aggregate` gradients, so the op never waits, and between polls it
 //! watches for the stop that [`SessionRunHook::end`] requests, then joins.
 //! Nothing is lost by the check: only the chief takes gradients, so a count
-//! never falls between the check and the take.
+//! never falls between the check and the take. When training ends the chief
+//! closes the token queue, so the other workers' steps waiting for a token end
+//! with `OutOfRange` (their `MonitoredTrainingSession`s stop) instead of hanging.
 //!
 //! [`MonitoredTrainingSession`]: super::MonitoredTrainingSession
 
@@ -31,6 +33,8 @@ use super::monitored::SessionRunHook;
 /// What only the chief runs.
 struct ChiefOps {
     init_tokens_op: String,
+    /// Closes the token queue (at the end of training).
+    close_tokens_op: String,
     sync_op: String,
     counts: Vec<String>,
     required: i32,
@@ -41,6 +45,8 @@ pub struct SyncReplicasHook {
     local_init_op: String,
     ready_for_local_init_op: String,
     chief: Option<ChiefOps>,
+    /// The chief's op closing the token queue, run by `end`.
+    close_tokens_op: Option<String>,
     /// How long the sync loop sleeps when the gradients are not all in.
     pub poll_interval: Duration,
     /// The deadline of each of the sync loop's steps.
@@ -73,8 +79,11 @@ impl SyncReplicasHook {
                 .first()
                 .cloned()
                 .ok_or_else(|| Status::internal("the chief queue runner has no sync op"))?;
+            let tokens = opt.sync_token_queue()?;
+            let close = graph::ops::queue_close(&hs.colocate_with(tokens.op()), &tokens, false)?;
             Some(ChiefOps {
                 init_tokens_op: opt.get_init_tokens_op(num_tokens)?.name().to_owned(),
+                close_tokens_op: close.name().to_owned(),
                 sync_op,
                 counts,
                 required: i32::try_from(opt.replicas_to_aggregate()).unwrap_or(i32::MAX),
@@ -91,6 +100,7 @@ impl SyncReplicasHook {
             .name()
             .to_owned(),
             ready_for_local_init_op: opt.ready_for_local_init_op()?.name(),
+            close_tokens_op: chief.as_ref().map(|c| c.close_tokens_op.clone()),
             chief,
             poll_interval: Duration::from_millis(1),
             step_timeout: Duration::from_secs(300),
@@ -187,11 +197,16 @@ impl SessionRunHook for SyncReplicasHook {
         }
     }
 
-    fn end(&mut self, _session: &Session, _global_step: i64) -> Result<()> {
+    fn end(&mut self, session: &Session, _global_step: i64) -> Result<()> {
         self.coord.request_stop(None);
         if let Some(t) = self.thread.take() {
             t.join()
                 .map_err(|_| Status::internal("the chief's sync loop panicked"))?;
+        }
+        if let Some(close) = &self.close_tokens_op {
+            // The other workers' steps waiting for a token end with `OutOfRange`
+            // (their sessions stop) instead of waiting for a chief that is gone.
+            session.run_with(&self.bounded(), &[], &[], &[close])?;
         }
         match self.coord.error() {
             Some(e) => Err(e),
