@@ -15,6 +15,11 @@ JSON object keyed by the figure names of ``actorflow bench`` on stdout::
   (``RunStep`` -> ``RunGraph`` on both tasks -> two ``RecvTensor``s).
 - ``dist_recv_mib_s``: a 64 MiB float32 variable on task 1, read and summed on task 0
   every step (one ``RecvTensor`` of 64 MiB).
+- ``dist_mlp_sync_step_us``: the ``mlp_step_us`` MLP (784-256-10, batch 64, SGD 0.01)
+  with its variables on a ``ps`` task and two ``worker`` replicas, between-graph (each
+  worker's own graph under ``replica_device_setter`` and its own client thread and
+  session on its task), synchronised by ``SyncReplicasOptimizer``; the chief's queue
+  runner thread runs the sync op. Microseconds per global step over 100 steps.
 
 Both servers run in processes of their own (``python -c`` with
 ``tf.distribute.Server(...).join()``), started on free ports of 127.0.0.1 and killed at
@@ -44,11 +49,11 @@ REPETITION_S = 0.3
 RECV_ELEMENTS = 16 << 20
 
 SERVER = """
-import os, sys
+import json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
-cluster = tf.train.ClusterSpec({"worker": sys.argv[1].split(",")})
-server = tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2]))
+cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
+server = tf.distribute.Server(cluster, job_name=sys.argv[2], task_index=int(sys.argv[3]))
 print("ready", flush=True)
 server.join()
 """
@@ -69,24 +74,32 @@ def free_ports(n):
 
 
 class Cluster:
-    """Two tf.distribute.Server processes of job worker; killed by close()."""
+    """tf.distribute.Server processes (``jobs``: name -> task count); killed by close()."""
 
-    def __init__(self, tasks=2):
-        ports = free_ports(tasks)
-        addrs = ",".join("127.0.0.1:%d" % p for p in ports)
+    def __init__(self, jobs=None):
+        jobs = jobs or {"worker": 2}
+        ports = free_ports(sum(jobs.values()))
+        spec, i = {}, 0
+        for job, n in jobs.items():
+            spec[job] = ["127.0.0.1:%d" % p for p in ports[i : i + n]]
+            i += n
         self.procs = []
-        for t in range(tasks):
-            p = subprocess.Popen(
-                [sys.executable, "-c", SERVER, addrs, str(t)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            self.procs.append(p)
-            if p.stdout.readline().strip() != "ready":
-                self.close()
-                raise RuntimeError("a TensorFlow server did not start")
-        self.target = "grpc://127.0.0.1:%d" % ports[0]
+        self.targets = {}
+        for job, addrs in spec.items():
+            for t, addr in enumerate(addrs):
+                p = subprocess.Popen(
+                    [sys.executable, "-c", SERVER, json.dumps(spec), job, str(t)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                self.procs.append(p)
+                if p.stdout.readline().strip() != "ready":
+                    self.close()
+                    raise RuntimeError("a TensorFlow server did not start")
+                self.targets[(job, t)] = "grpc://" + addr
+        first = next(iter(spec))
+        self.target = self.targets[(first, 0)]
 
     def close(self):
         for p in self.procs:
@@ -156,7 +169,124 @@ def dist_recv():
     return rep, cleanup
 
 
-WORKLOADS = [("dist_step_us", dist_step), ("dist_recv_mib_s", dist_recv)]
+MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
+SYNC_STEPS = 100
+
+
+def mlp_loss(x, y):
+    def weights(name, rows, cols, seed):
+        init = tf1.truncated_normal([rows, cols], seed=seed) * np.float32((1.0 / rows) ** 0.5)
+        return tf1.Variable(init, name=name, use_resource=False)
+
+    def bias(name, n):
+        return tf1.Variable(tf.zeros([n]), name=name, use_resource=False)
+
+    w1, b1 = weights("w1", MLP_INPUT, MLP_HIDDEN, 1), bias("b1", MLP_HIDDEN)
+    w2, b2 = weights("w2", MLP_HIDDEN, MLP_CLASSES, 2), bias("b2", MLP_CLASSES)
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1))
+    logits = tf.nn.bias_add(tf.matmul(h, w2), b2)
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+    return tf.reduce_mean(xent)
+
+
+def dist_mlp_sync():
+    import threading
+
+    cluster = Cluster({"ps": 1, "worker": 2})
+    images = (np.arange(MLP_BATCH * MLP_INPUT).reshape(MLP_BATCH, MLP_INPUT) * 7 % 17).astype(
+        np.float32
+    ) / 16.0
+    labels = (np.arange(MLP_BATCH) % MLP_CLASSES).astype(np.int32)
+    stop = threading.Event()
+    syncs = [0]
+    lock = threading.Lock()
+    threads, sessions = [], []
+    opts = tf1.RunOptions(timeout_in_ms=2000)
+    for task in range(2):
+        g = tf.Graph()
+        with g.as_default():
+            with tf1.device(
+                tf1.train.replica_device_setter(
+                    ps_tasks=1, worker_device="/job:worker/task:%d" % task
+                )
+            ):
+                step = tf1.train.get_or_create_global_step()
+                x = tf1.placeholder(tf.float32, [MLP_BATCH, MLP_INPUT])
+                y = tf1.placeholder(tf.int32, [MLP_BATCH])
+                loss = mlp_loss(x, y)
+                opt = tf1.train.SyncReplicasOptimizer(
+                    tf1.train.GradientDescentOptimizer(0.01),
+                    replicas_to_aggregate=2,
+                    total_num_replicas=2,
+                )
+                train = opt.minimize(loss, global_step=step)
+                if task == 0:
+                    inits = [
+                        tf1.global_variables_initializer(),
+                        opt.chief_init_op,
+                        opt.get_init_tokens_op(-1),
+                    ]
+                    sync_op = opt.get_chief_queue_runner().enqueue_ops[0]
+                else:
+                    inits = [opt.local_step_init_op]
+        sess = tf1.Session(cluster.targets[("worker", task)], graph=g)
+        sessions.append(sess)
+        for op in inits:
+            sess.run(op)
+
+        if task == 0:
+
+            def chief(sess=sess, sync_op=sync_op):
+                while not stop.is_set():
+                    try:
+                        sess.run(sync_op, options=opts)
+                        with lock:
+                            syncs[0] += 1
+                    except tf.errors.OpError:
+                        pass
+
+            threads.append(threading.Thread(target=chief, daemon=True))
+
+        def worker(sess=sess, train=train, x=x, y=y):
+            while not stop.is_set():
+                try:
+                    sess.run(train, {x: images, y: labels}, options=opts)
+                except tf.errors.OpError:
+                    pass
+
+        threads.append(threading.Thread(target=worker, daemon=True))
+    for t in threads:
+        t.start()
+
+    def rep():
+        with lock:
+            c0 = syncs[0]
+        t0 = time.perf_counter()
+        while True:
+            with lock:
+                done = syncs[0] - c0
+            if done >= SYNC_STEPS:
+                return (time.perf_counter() - t0) * 1e6 / done
+            if time.perf_counter() - t0 > 60:
+                raise RuntimeError("dist_mlp_sync_step_us: no progress")
+            time.sleep(0.001)
+
+    def cleanup():
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+        for sess in sessions:
+            sess.close()
+        cluster.close()
+
+    return rep, cleanup
+
+
+WORKLOADS = [
+    ("dist_step_us", dist_step),
+    ("dist_recv_mib_s", dist_recv),
+    ("dist_mlp_sync_step_us", dist_mlp_sync),
+]
 
 
 def main(argv=None):

@@ -241,28 +241,34 @@ const MLP_INPUT: usize = 784;
 const MLP_HIDDEN: usize = 256;
 const MLP_CLASSES: usize = 10;
 
-/// One SGD step of an MLP 784→256 (ReLU)→10 with sparse softmax cross-entropy,
-/// batch 64, f32, on one CPU device: feeds `x` and `y`, runs the train op.
-fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
-    use crate::train::{GradientDescentOptimizer, Optimizer};
-    let s = Scope::new();
-    let x = ops::placeholder(&s, DType::F32, Shape::known(&[MLP_BATCH, MLP_INPUT]))?;
-    let y = ops::placeholder(&s, DType::I32, Shape::known(&[MLP_BATCH]))?;
+/// The MLP 784→256 (ReLU)→10 of [`mlp_step`] in `s`: its inputs, its mean
+/// sparse softmax cross-entropy, and its fixed batch.
+struct Mlp {
+    x: crate::Output,
+    y: crate::Output,
+    loss: crate::Output,
+    images: Tensor,
+    labels: Tensor,
+}
+
+fn mlp(s: &Scope) -> Result<Mlp> {
+    let x = ops::placeholder(s, DType::F32, Shape::known(&[MLP_BATCH, MLP_INPUT]))?;
+    let y = ops::placeholder(s, DType::I32, Shape::known(&[MLP_BATCH]))?;
     let weights = |name: &str, rows: usize, cols: usize, seed: i64| -> Result<ops::Variable> {
-        let dims = ops::constant(&s, Tensor::vector(&[rows as i32, cols as i32]))?;
-        let scale = ops::scalar(&s, (1.0 / rows as f64).sqrt() as f32)?;
+        let dims = ops::constant(s, Tensor::vector(&[rows as i32, cols as i32]))?;
+        let scale = ops::scalar(s, (1.0 / rows as f64).sqrt() as f32)?;
         let init = ops::mul(
-            &s,
-            &ops::truncated_normal(&s, &dims, DType::F32, seed, 0)?,
+            s,
+            &ops::truncated_normal(s, &dims, DType::F32, seed, 0)?,
             &scale,
         )?;
-        ops::Variable::new(&s, name, &init, true)
+        ops::Variable::new(s, name, &init, true)
     };
     let bias = |name: &str, n: usize| -> Result<ops::Variable> {
         ops::Variable::new(
-            &s,
+            s,
             name,
-            &ops::constant(&s, Tensor::zeros(DType::F32, vec![n]))?,
+            &ops::constant(s, Tensor::zeros(DType::F32, vec![n]))?,
             true,
         )
     };
@@ -274,23 +280,16 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
         weights("w2", MLP_HIDDEN, MLP_CLASSES, 2)?,
         bias("b2", MLP_CLASSES)?,
     );
-    let h = ops::mat_mul(&s, &x, &w1.value, false, false)?;
-    let h = ops::relu(&s, &ops::bias_add(&s, &h, &b1.value, "NHWC")?)?;
+    let h = ops::mat_mul(s, &x, &w1.value, false, false)?;
+    let h = ops::relu(s, &ops::bias_add(s, &h, &b1.value, "NHWC")?)?;
     let logits = ops::bias_add(
-        &s,
-        &ops::mat_mul(&s, &h, &w2.value, false, false)?,
+        s,
+        &ops::mat_mul(s, &h, &w2.value, false, false)?,
         &b2.value,
         "NHWC",
     )?;
-    let (xent, _) = ops::sparse_softmax_cross_entropy_with_logits(&s, &logits, &y)?;
-    let loss = ops::mean_axes(&s, &xent, &[0], false)?;
-    let train = GradientDescentOptimizer::new(0.01).minimize(&s, &loss, None, None)?;
-    let sess = session(&s, 1)?;
-    let inits: Vec<&str> = [&w1, &b1, &w2, &b2]
-        .iter()
-        .map(|v| v.initializer.name())
-        .collect();
-    sess.run(&[], &[], &inits)?;
+    let (xent, _) = ops::sparse_softmax_cross_entropy_with_logits(s, &logits, &y)?;
+    let loss = ops::mean_axes(s, &xent, &[0], false)?;
     let images = Tensor::build::<f32>([MLP_BATCH, MLP_INPUT], |v| {
         v.iter_mut()
             .enumerate()
@@ -301,7 +300,27 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
             .enumerate()
             .for_each(|(i, l)| *l = (i % MLP_CLASSES) as i32)
     });
-    let (xn, yn, tn) = (x.name(), y.name(), train.name().to_owned());
+    Ok(Mlp {
+        x,
+        y,
+        loss,
+        images,
+        labels,
+    })
+}
+
+/// One SGD step of an MLP 784→256 (ReLU)→10 with sparse softmax cross-entropy,
+/// batch 64, f32, on one CPU device: feeds `x` and `y`, runs the train op.
+fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::train::{GradientDescentOptimizer, Optimizer};
+    let s = Scope::new();
+    let m = mlp(&s)?;
+    let train = GradientDescentOptimizer::new(0.01).minimize(&s, &m.loss, None, None)?;
+    let init = crate::train::global_variables_initializer(&s)?;
+    let sess = session(&s, 1)?;
+    sess.run(&[], &[], &[init.name()])?;
+    let (xn, yn, tn) = (m.x.name(), m.y.name(), train.name().to_owned());
+    let (images, labels) = (m.images, m.labels);
     Ok(Box::new(move || {
         let run = || {
             sess.run(&[(&xn, images.clone()), (&yn, labels.clone())], &[], &[&tn])
@@ -309,6 +328,157 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
         };
         let reps = calibrate(REPETITION, run)?;
         Ok(time_per_call(reps, run)? * 1e6)
+    }))
+}
+
+/// Global steps a `dist_mlp_sync_step_us` repetition times.
+const SYNC_STEPS: u64 = 100;
+
+/// The threads and servers of [`dist_mlp_sync`]: dropped, it stops the threads
+/// (their runs end within their timeout, or at once when the servers stop).
+struct SyncCluster {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    servers: Vec<Server>,
+}
+
+impl Drop for SyncCluster {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for s in &mut self.servers {
+            s.stop();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Microseconds per global step of synchronous data-parallel SGD across
+/// processes' worth of servers (the issue's `dist_mlp_sync_step_us`): the
+/// [`mlp_step`] model with its variables on a `ps` task and two `worker` replicas
+/// (between-graph: each worker's own graph, built under `replica_device_setter`,
+/// and its own client thread and session on its task's master), aggregated by
+/// `SyncReplicasOptimizer`; the chief's sync op runs in a loop of its own, as
+/// TensorFlow's chief queue runner does.
+fn dist_mlp_sync() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::train::{
+        with_replica_device_setter, GradientDescentOptimizer, Optimizer, ReplicaDeviceSetter,
+        SyncReplicasOptimizer,
+    };
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let io = |e: std::io::Error| Status::unavailable(format!("bench cluster: {e}"));
+    let listeners = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").map_err(io))
+        .collect::<Result<Vec<_>>>()?;
+    let addrs = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.to_string()).map_err(io))
+        .collect::<Result<Vec<_>>>()?;
+    let spec = ClusterSpec::new()
+        .with_job("ps", &addrs[..1])?
+        .with_job("worker", &addrs[1..])?;
+    let servers = listeners
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let (job, task) = if i == 0 {
+                ("ps", 0)
+            } else {
+                ("worker", i as u32 - 1)
+            };
+            Server::start_with_listener(ServerOptions::new(spec.clone(), job, task), l)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let syncs = Arc::new(AtomicU64::new(0));
+    let bounded = crate::RunOptions {
+        timeout: Some(Duration::from_secs(2)),
+        ..Default::default()
+    };
+    let mut threads = Vec::new();
+    for task in 0..2u32 {
+        let root = Scope::new();
+        let s = with_replica_device_setter(
+            &root,
+            &ReplicaDeviceSetter {
+                ps_tasks: 1,
+                worker_device: format!("/job:worker/task:{task}"),
+                ..Default::default()
+            },
+        )?;
+        let step = crate::train::get_or_create_global_step(&s)?;
+        let m = mlp(&s)?;
+        let opt = SyncReplicasOptimizer::new(GradientDescentOptimizer::new(0.01), 2, Some(2));
+        let train = opt.minimize(&s, &m.loss, Some(&step), None)?;
+        let inits = if task == 0 {
+            vec![
+                crate::train::global_variables_initializer(&s)?
+                    .name()
+                    .to_owned(),
+                opt.chief_init_op()?.name().to_owned(),
+                opt.get_init_tokens_op(-1)?.name().to_owned(),
+            ]
+        } else {
+            vec![opt.local_step_init_op()?.name().to_owned()]
+        };
+        let sess = Session::connect(
+            &servers[1 + task as usize].target(),
+            &root.graph_def(),
+            SessionOptions::default(),
+        )?;
+        for init in &inits {
+            sess.run(&[], &[], &[init])?;
+        }
+        if task == 0 {
+            let sync_op = opt
+                .chief_queue_runner()?
+                .enqueue_ops
+                .first()
+                .cloned()
+                .ok_or_else(|| Status::internal("no sync op"))?;
+            let (sess, stop, syncs, opts) = (
+                sess.clone(),
+                Arc::clone(&stop),
+                Arc::clone(&syncs),
+                bounded.clone(),
+            );
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    if sess.run_with(&opts, &[], &[], &[&sync_op]).is_ok() {
+                        syncs.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }));
+        }
+        let (xn, yn, tn) = (m.x.name(), m.y.name(), train.name().to_owned());
+        let (images, labels, stop, opts) = (m.images, m.labels, Arc::clone(&stop), bounded.clone());
+        threads.push(std::thread::spawn(move || {
+            let feeds = [(xn.as_str(), images), (yn.as_str(), labels)];
+            while !stop.load(Ordering::SeqCst) {
+                let _ = sess.run_with(&opts, &feeds, &[], &[&tn]);
+            }
+        }));
+    }
+    let cluster = SyncCluster {
+        stop,
+        threads,
+        servers,
+    };
+    Ok(Box::new(move || {
+        let _cluster = &cluster;
+        let (c0, t0) = (syncs.load(Ordering::SeqCst), std::time::Instant::now());
+        while syncs.load(Ordering::SeqCst) < c0 + SYNC_STEPS {
+            if t0.elapsed() > Duration::from_secs(60) {
+                return Err(Status::deadline_exceeded(
+                    "dist_mlp_sync_step_us: the replicas made no progress",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let done = syncs.load(Ordering::SeqCst) - c0;
+        Ok(t0.elapsed().as_secs_f64() * 1e6 / done as f64)
     }))
 }
 
@@ -381,6 +551,12 @@ pub fn all() -> Vec<Workload> {
             unit: "MiB/s",
             description: "a 64 MiB f32 variable on task 1 summed on task 0 (one RecvTensor)",
             setup: dist_recv,
+        },
+        Workload {
+            name: "dist_mlp_sync_step_us",
+            unit: "µs/step",
+            description: "mlp_step_us with variables on a ps task, 2 worker replicas, sync",
+            setup: dist_mlp_sync,
         },
         Workload {
             name: "csv_pipeline_us_per_record",
