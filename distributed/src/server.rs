@@ -66,6 +66,7 @@ pub struct Server {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     serving: Option<tokio::task::JoinHandle<()>>,
     master: Arc<MasterState>,
+    worker: Arc<WorkerState>,
     tables: Arc<RpcTables>,
 }
 
@@ -150,7 +151,7 @@ impl Server {
                 WorkerServiceServer::new(WorkerServer(Arc::clone(&worker)))
                     .max_decoding_message_size(usize::MAX)
                     .max_encoding_message_size(usize::MAX),
-                worker,
+                Arc::clone(&worker),
             ));
         let t2 = task.clone();
         let serving = tokio.spawn(async move {
@@ -172,6 +173,7 @@ impl Server {
             shutdown: Some(tx),
             serving: Some(serving),
             master,
+            worker,
             tables,
         })
     }
@@ -194,6 +196,12 @@ impl Server {
     /// Its devices' runtime.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// How many `RecvTensor` calls its worker has served (a tensor that several
+    /// consumers on another task need crosses once per step).
+    pub fn recv_tensor_calls(&self) -> u64 {
+        self.worker.recv_tensor_calls()
     }
 
     /// The number of steps with a table on this worker (0 when every step was

@@ -51,6 +51,8 @@ pub struct WorkerState {
     devices: Vec<pb::DeviceAttributes>,
     incarnations: HashMap<String, u64>,
     max_allocation_bytes: Option<usize>,
+    /// `RecvTensor` calls served.
+    recv_tensor_calls: std::sync::atomic::AtomicU64,
 }
 
 fn device_attributes(runtime: &Runtime) -> Vec<pb::DeviceAttributes> {
@@ -96,7 +98,14 @@ impl WorkerState {
             devices,
             incarnations,
             max_allocation_bytes,
+            recv_tensor_calls: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many `RecvTensor` calls this worker has served.
+    pub fn recv_tensor_calls(&self) -> u64 {
+        self.recv_tensor_calls
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// This worker's devices, as `GetStatus` reports them.
@@ -242,6 +251,8 @@ impl WorkerState {
 
     /// Serves a peer's receive; see the module docs.
     pub async fn recv_tensor(&self, r: &pb::RecvTensorRequest) -> Result<pb::RecvTensorResponse> {
+        self.recv_tensor_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (key, fi) = ParsedKey::parse(&r.rendezvous_key)?;
         match self.incarnations.get(&key.src_device) {
             None => {

@@ -332,3 +332,35 @@ fn the_health_checks_fail_a_step_whose_peer_died_while_it_waits_on_its_own_task(
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
     assert_eq!(c.servers[0].live_steps(), 0);
 }
+
+#[test]
+fn a_tensor_with_several_consumers_on_another_task_crosses_once_per_step() {
+    let c = Cluster::start(&[("worker", 2)], 2);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::known(&[3])).unwrap();
+    let t1 = s.with_device("/job:worker/task:1/device:CPU:0");
+    let t1b = s.with_device("/job:worker/task:1/device:CPU:1");
+    // Three consumers on task 1, two of its devices.
+    let a = ops::add(&t1, &x, &x).unwrap();
+    let b = ops::mul(&t1, &x, &x).unwrap();
+    let d = ops::sub(&t1b, &x, &a).unwrap();
+    let total = ops::add_n(&t1, &[a, b, d]).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    let feed = Tensor::vector(&[1.0f32, 2.0, 3.0]);
+    let run = || {
+        sess.run(&[(&x.name(), feed.clone())], &[&total.name()], &[])
+            .unwrap()
+    };
+    // x + x + x·x + (x − 2x) = x + x².
+    assert_eq!(run()[0], Tensor::vector(&[2.0f32, 6.0, 12.0]));
+    let (before0, before1) = (
+        c.servers[0].recv_tensor_calls(),
+        c.servers[1].recv_tensor_calls(),
+    );
+    for _ in 0..5 {
+        run();
+    }
+    // Task 0 serves x once per step (to task 1); task 1 serves the total once.
+    assert_eq!(c.servers[0].recv_tensor_calls() - before0, 5);
+    assert_eq!(c.servers[1].recv_tensor_calls() - before1, 5);
+}
