@@ -190,9 +190,17 @@ def mlp_loss(x, y):
 
 
 def dist_mlp_sync():
+    cluster = Cluster({"ps": 1, "worker": 2})
+    try:
+        return _dist_mlp_sync(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def _dist_mlp_sync(cluster):
     import threading
 
-    cluster = Cluster({"ps": 1, "worker": 2})
     images = (np.arange(MLP_BATCH * MLP_INPUT).reshape(MLP_BATCH, MLP_INPUT) * 7 % 17).astype(
         np.float32
     ) / 16.0
