@@ -93,17 +93,32 @@ pub struct ChromeTrace {
 }
 
 /// `_Send`/`_Recv` attributes of a partition graph node.
+/// The transfers of partition graph `g` (of `device`), keyed by device and node
+/// name. A node placed on a device of its own (a cluster task's piece, which its
+/// worker partitions again by device) is keyed by that device too.
 fn transfer_attrs(g: &GraphDef, device: &str) -> HashMap<String, (String, String, String)> {
-    g.node
+    let mut out = HashMap::new();
+    for n in g
+        .node
         .iter()
         .filter(|n| matches!(n.op.as_str(), "_Send" | "_HostSend" | "_Recv" | "_HostRecv"))
-        .filter_map(|n| {
-            let tensor: String = n.get_attr("tensor_name").ok()?;
-            let src: String = n.get_attr("send_device").ok()?;
-            let dst: String = n.get_attr("recv_device").ok()?;
-            Some((format!("{device}\u{0}{}", n.name), (tensor, src, dst)))
-        })
-        .collect()
+    {
+        let (Ok(tensor), Ok(src), Ok(dst)) = (
+            n.get_attr::<String>("tensor_name"),
+            n.get_attr::<String>("send_device"),
+            n.get_attr::<String>("recv_device"),
+        ) else {
+            continue;
+        };
+        if !n.device.is_empty() && n.device != device {
+            out.insert(
+                format!("{}\u{0}{}", n.device, n.name),
+                (tensor.clone(), src.clone(), dst.clone()),
+            );
+        }
+        out.insert(format!("{device}\u{0}{}", n.name), (tensor, src, dst));
+    }
+    out
 }
 
 fn micros(d: std::time::Duration) -> f64 {

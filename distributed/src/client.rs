@@ -151,6 +151,8 @@ impl GrpcSession {
                 },
                 timeout_in_ms: timeout
                     .map_or(0, |d| d.as_millis().clamp(1, i64::MAX as u128) as i64),
+                // A traced step's partitions pair its transfers in a trace.
+                output_partition_graphs: r.options.trace_level == TraceLevel::FullTrace,
                 ..Default::default()
             }),
             store_errors_in_response_body: true,
@@ -178,7 +180,22 @@ fn output_of(r: pb::RunStepResponse, traced: bool) -> Result<RunOutput> {
             .and_then(|m| m.step_stats.as_ref())
             .map(crate::stats::step_stats_from_proto)
             .unwrap_or_default(),
-        partition_graphs: Vec::new(),
+        partition_graphs: r
+            .metadata
+            .as_ref()
+            .map(|m| m.partition_graphs.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|g| {
+                graph::import::graph_def_from_tf_proto(g, &graph::import::ImportOptions::default())
+                    .ok()
+            })
+            .map(|g| {
+                // A task's piece: its nodes name their devices.
+                let device = g.node.first().map(|n| n.device.clone()).unwrap_or_default();
+                (device, g)
+            })
+            .collect(),
     });
     Ok(RunOutput { outputs, metadata })
 }

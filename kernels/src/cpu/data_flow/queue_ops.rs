@@ -176,6 +176,19 @@ fn run_request<T: Send + 'static>(
             Ok(AsyncStatus::Ready)
         }
         None => {
+            if cancellation.is_cancelled() {
+                // The step was aborted between the registration and the submit:
+                // the cancel may have reached the queue before the request did
+                // (and found nothing to cancel); this one arrives after it.
+                q.cancel(
+                    id,
+                    Status::cancelled(format!(
+                        "queue operation on '{}' was cancelled: the step was aborted",
+                        q.spec().name
+                    )),
+                );
+                return Ok(AsyncStatus::Pending);
+            }
             if let Some(d) = timeout_after {
                 let name = q.spec().name.clone();
                 timer.schedule(
