@@ -40,6 +40,11 @@ pub struct ServerOptions {
     pub cluster_options: ClusterOptions,
     /// How peers are reached.
     pub peer_options: PeerOptions,
+    /// Accept the calls that create state and run graphs (`CreateWorkerSession`,
+    /// `RegisterGraph`, `RunGraph`) from any host. Off by default: they must come
+    /// from a host of the cluster spec (a master of this cluster), where
+    /// TensorFlow's servers run any graph from anyone who connects.
+    pub accept_any_master: bool,
 }
 
 impl ServerOptions {
@@ -53,6 +58,7 @@ impl ServerOptions {
             max_allocation_bytes: None,
             cluster_options: ClusterOptions::default(),
             peer_options: PeerOptions::default(),
+            accept_any_master: false,
         }
     }
 }
@@ -117,12 +123,28 @@ impl Server {
             &task,
             Arc::clone(&peers),
         ));
-        let worker = Arc::new(WorkerState::new(
-            runtime.clone(),
-            task.clone(),
-            Arc::clone(&tables),
-            options.max_allocation_bytes,
-        ));
+        let allowed = (!options.accept_any_master).then(|| {
+            let mut ips: std::collections::HashSet<std::net::IpAddr> = options
+                .cluster
+                .tasks()
+                .iter()
+                .filter_map(|t| options.cluster.address(t).ok())
+                .filter_map(|a| std::net::ToSocketAddrs::to_socket_addrs(a).ok())
+                .flatten()
+                .map(|a| a.ip().to_canonical())
+                .collect();
+            ips.insert(addr.ip().to_canonical());
+            ips
+        });
+        let worker = Arc::new(
+            WorkerState::new(
+                runtime.clone(),
+                task.clone(),
+                Arc::clone(&tables),
+                options.max_allocation_bytes,
+            )
+            .with_allowed_masters(allowed),
+        );
         let master = Arc::new(MasterState::new(
             runtime.clone(),
             Arc::clone(&worker),

@@ -53,6 +53,8 @@ pub struct WorkerState {
     max_allocation_bytes: Option<usize>,
     /// `RecvTensor` calls served.
     recv_tensor_calls: std::sync::atomic::AtomicU64,
+    /// The hosts whose masters may create sessions and run graphs (`None`: any).
+    allowed_masters: Option<std::collections::HashSet<std::net::IpAddr>>,
 }
 
 fn device_attributes(runtime: &Runtime) -> Vec<pb::DeviceAttributes> {
@@ -99,7 +101,35 @@ impl WorkerState {
             incarnations,
             max_allocation_bytes,
             recv_tensor_calls: std::sync::atomic::AtomicU64::new(0),
+            allowed_masters: None,
         }
+    }
+
+    /// Only masters on the hosts `ips` (`None`: any host) may create sessions and
+    /// register and run graphs.
+    pub fn with_allowed_masters(
+        mut self,
+        ips: Option<std::collections::HashSet<std::net::IpAddr>>,
+    ) -> WorkerState {
+        self.allowed_masters = ips;
+        self
+    }
+
+    /// `PermissionDenied` when `from` is not a host of the cluster.
+    fn check_master(&self, what: &str, from: Option<std::net::SocketAddr>) -> Result<()> {
+        let (Some(allowed), Some(from)) = (&self.allowed_masters, from) else {
+            return Ok(());
+        };
+        if allowed.contains(&from.ip().to_canonical()) {
+            return Ok(());
+        }
+        Err(Status::new(
+            graph::Code::PermissionDenied,
+            format!(
+                "{what} from {from} refused by {}: that host runs no task of this server's cluster (start the server with --accept-any-master to allow it)",
+                self.task
+            ),
+        ))
     }
 
     /// How many `RecvTensor` calls this worker has served.
@@ -342,6 +372,9 @@ impl WorkerService for WorkerServer {
         &self,
         r: Request<pb::CreateWorkerSessionRequest>,
     ) -> Reply<pb::CreateWorkerSessionResponse> {
+        self.0
+            .check_master("CreateWorkerSession", r.remote_addr())
+            .map_err(|e| wire::to_grpc(&e))?;
         let r = r.into_inner();
         reply(
             self.0
@@ -362,6 +395,9 @@ impl WorkerService for WorkerServer {
         &self,
         r: Request<pb::RegisterGraphRequest>,
     ) -> Reply<pb::RegisterGraphResponse> {
+        self.0
+            .check_master("RegisterGraph", r.remote_addr())
+            .map_err(|e| wire::to_grpc(&e))?;
         let r = r.into_inner();
         let st = Arc::clone(&self.0);
         // Partitioning and planning are CPU work: off the RPC threads.
@@ -385,6 +421,9 @@ impl WorkerService for WorkerServer {
     }
 
     async fn run_graph(&self, r: Request<pb::RunGraphRequest>) -> Reply<pb::RunGraphResponse> {
+        self.0
+            .check_master("RunGraph", r.remote_addr())
+            .map_err(|e| wire::to_grpc(&e))?;
         let r = r.into_inner();
         let in_body = r.store_errors_in_response_body;
         match self.0.run_graph(r).await {

@@ -364,3 +364,34 @@ fn a_tensor_with_several_consumers_on_another_task_crosses_once_per_step() {
     assert_eq!(c.servers[0].recv_tensor_calls() - before0, 5);
     assert_eq!(c.servers[1].recv_tensor_calls() - before1, 5);
 }
+
+#[test]
+fn workers_refuse_graphs_from_hosts_outside_their_cluster() {
+    use proto::tensorflow as pb;
+    use proto::tensorflow::worker_service_client::WorkerServiceClient;
+    let c = Cluster::start(&[("worker", 1)], 1);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = c.servers[0].local_addr();
+    // 127.0.0.2 is this machine too (loopback), but not a host of the cluster.
+    let register = |from: &str| {
+        let ep = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .local_address(Some(from.parse().unwrap()));
+        rt.block_on(async {
+            let mut c = WorkerServiceClient::new(ep.connect().await.unwrap());
+            c.register_graph(pb::RegisterGraphRequest {
+                graph_def: Some(Default::default()),
+                ..Default::default()
+            })
+            .await
+        })
+    };
+    let e = register("127.0.0.2").unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("127.0.0.2"), "{e:?}");
+    // From the cluster's host it is served.
+    register("127.0.0.1").unwrap();
+}

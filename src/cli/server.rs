@@ -34,6 +34,10 @@ pub struct ServerArgs {
     /// memory).
     #[arg(long, value_name = "BYTES")]
     pub max_allocation_bytes: Option<usize>,
+    /// Accept `CreateWorkerSession`, `RegisterGraph` and `RunGraph` from any host
+    /// (by default only from the hosts of the cluster spec).
+    #[arg(long)]
+    pub accept_any_master: bool,
 }
 
 /// Runs `actorflow server`.
@@ -42,6 +46,7 @@ pub fn main(a: &ServerArgs) -> Result<()> {
     let mut options = ServerOptions::new(cluster, &a.job, a.task);
     options.cpu_devices = usize::from(a.devices);
     options.max_allocation_bytes = a.max_allocation_bytes;
+    options.accept_any_master = a.accept_any_master;
     let mut server = Server::start(options)?;
     let addr = server.local_addr();
     server.wait_for_signal(|| {
