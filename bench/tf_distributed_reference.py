@@ -41,6 +41,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+# The same timing rules as the single-process reference (and src/bench/mod.rs).
+from tf_reference import calibrate, time_per_call  # noqa: E402
+
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
 tf1.disable_control_flow_v2()
@@ -105,20 +108,6 @@ class Cluster:
         for p in self.procs:
             p.kill()
             p.wait()
-
-
-def time_per_call(iters, f):
-    t = time.perf_counter()
-    for _ in range(iters):
-        f()
-    return (time.perf_counter() - t) / max(iters, 1)
-
-
-def calibrate(target_s, f):
-    t = time.perf_counter()
-    f()
-    once = max(time.perf_counter() - t, 1e-9)
-    return min(max(int(target_s / once), 1), 1_000_000)
 
 
 def dist_step():
