@@ -138,16 +138,18 @@ impl Chunks {
         ))
     }
 
-    /// Moves the first `n` bytes (all arrived) to the end of `out`.
-    fn take_into(&mut self, n: usize, out: &mut Vec<u8>) {
-        out.reserve(n);
+    /// Hands up to `n` bytes, front first, to `take` (which returns how many of
+    /// the bytes it was shown it took; 0 stops) and drops what it took; how many.
+    fn consume(&mut self, n: usize, mut take: impl FnMut(&[u8]) -> usize) -> usize {
         let mut left = n;
         while left > 0 {
             let Some(p) = self.parts.front_mut() else {
                 break;
             };
-            let k = left.min(p.len());
-            out.extend_from_slice(&p[..k]);
+            let k = take(&p[..left.min(p.len())]);
+            if k == 0 {
+                break;
+            }
             p.advance(k);
             if p.is_empty() {
                 self.parts.pop_front();
@@ -155,41 +157,27 @@ impl Chunks {
             left -= k;
         }
         self.len -= n - left;
+        n - left
+    }
+
+    /// Moves the first `n` bytes (all arrived) to the end of `out`.
+    fn take_into(&mut self, n: usize, out: &mut Vec<u8>) {
+        out.reserve(n);
+        self.consume(n, |b| {
+            out.extend_from_slice(b);
+            b.len()
+        });
     }
 
     /// Drops the first `n` bytes (all arrived).
     fn skip(&mut self, n: usize) {
-        let mut left = n;
-        while left > 0 {
-            let Some(p) = self.parts.front_mut() else {
-                break;
-            };
-            let k = left.min(p.len());
-            p.advance(k);
-            if p.is_empty() {
-                self.parts.pop_front();
-            }
-            left -= k;
-        }
-        self.len -= n - left;
+        self.consume(n, <[u8]>::len);
     }
 
     /// Moves up to `sink.remaining()` bytes into `sink`; how many it moved.
     fn drain_into(&mut self, sink: &mut AlignedBufferBuilder) -> usize {
-        let mut moved = 0;
-        while sink.remaining() > 0 {
-            let Some(p) = self.parts.front_mut() else {
-                break;
-            };
-            let k = sink.extend_from_slice(p);
-            p.advance(k);
-            if p.is_empty() {
-                self.parts.pop_front();
-            }
-            moved += k;
-        }
-        self.len -= moved;
-        moved
+        let n = sink.remaining();
+        self.consume(n, |b| sink.extend_from_slice(b))
     }
 }
 

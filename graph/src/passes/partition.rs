@@ -542,7 +542,7 @@ pub fn partition_by_location(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::{while_loop, Scope, WhileOptions};
+    use crate::builder::{while_loop, Operation, Output, Scope, WhileOptions};
     use crate::passes::place::{place, KernelSupport, PlacementOptions};
     use crate::{ops, DeviceName, GraphDef, OpRegistry};
 
@@ -555,14 +555,20 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn one_transfer_per_tensor_and_destination() {
+    /// `a` read by `b` and `c` (`c` also reads `b`), and a control edge `a → d`.
+    fn fan_out() -> (Graph, [Output; 3], Operation) {
         let s = Scope::new();
         let a = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
         let b = ops::add(&s, &a, &a).unwrap();
         let c = ops::mul(&s, &a, &b).unwrap();
         let d = ops::no_op(&s.with_control_dependencies(&[a.op()])).unwrap();
         let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        (g, [a, b, c], d)
+    }
+
+    #[test]
+    fn one_transfer_per_tensor_and_destination() {
+        let (g, [a, b, c], d) = fan_out();
         let mut assign = vec![1; g.num_nodes()];
         assign[g.find(a.op().name()).unwrap()] = 0;
         let p = partition(&g, &assign, &devs(2)).unwrap();
@@ -720,12 +726,7 @@ mod tests {
 
     #[test]
     fn a_tensor_read_on_two_devices_of_a_location_costs_one_pair() {
-        let s = Scope::new();
-        let a = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
-        let b = ops::add(&s, &a, &a).unwrap();
-        let c = ops::mul(&s, &a, &b).unwrap();
-        let d = ops::no_op(&s.with_control_dependencies(&[a.op()])).unwrap();
-        let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        let (g, [a, b, c], d) = fan_out();
         let mut assign = vec![3; g.num_nodes()];
         assign[g.find(a.op().name()).unwrap()] = 0;
         assign[g.find(b.op().name()).unwrap()] = 2;
