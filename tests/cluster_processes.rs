@@ -34,6 +34,11 @@ fn cluster_flag(ports: &[u16]) -> String {
 
 /// Starts task `task` and waits for its "listening on" line.
 fn start(ports: &[u16], task: usize) -> Proc {
+    start_with(ports, task, &[])
+}
+
+/// [`start`] with more flags.
+fn start_with(ports: &[u16], task: usize, flags: &[&str]) -> Proc {
     let mut child = Command::new(env!("CARGO_BIN_EXE_actorflow"))
         .args([
             "server",
@@ -43,6 +48,7 @@ fn start(ports: &[u16], task: usize) -> Proc {
             "worker",
         ])
         .args(["--task", &task.to_string()])
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -189,4 +195,85 @@ fn a_frozen_worker_fails_the_step_within_the_bound() {
     assert_eq!(e.code(), Code::Unavailable, "{e}");
     // keepalive 2 s + 5 s by default
     assert!(waited < Duration::from_secs(12), "{waited:?}");
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, as PEM files in `dir`:
+/// (cert, key, ca).
+fn certificates(dir: &std::path::Path) -> [String; 3] {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let files = [
+        ("cert.pem", cert.pem()),
+        ("key.pem", key.serialize_pem()),
+        ("ca.pem", ca.pem()),
+    ];
+    files.map(|(name, pem)| {
+        let p = dir.join(name);
+        std::fs::write(&p, pem).unwrap();
+        p.to_string_lossy().into_owned()
+    })
+}
+
+#[test]
+fn a_cluster_over_mutual_tls_from_the_command_line() {
+    let dir = std::env::temp_dir().join(format!("actorflow-tls-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let [cert, key, ca] = certificates(&dir);
+    let tls = ["--tls-cert", &cert, "--tls-key", &key, "--tls-ca", &ca];
+    let ports = free_ports(2);
+    let _w0 = start_with(&ports, 0, &tls);
+    let _w1 = start_with(&ports, 1, &tls);
+    // x * 2 on task 1, fetched through task 0's master by the CLI over TLS.
+    let s = Scope::new();
+    let two = ops::scalar(&s, 2.0f32).unwrap();
+    let x = ops::scalar(&s, 21.0f32).unwrap();
+    let y = s
+        .with_device("/job:worker/task:1")
+        .op("Mul")
+        .name("y")
+        .input(&x)
+        .input(&two)
+        .build1()
+        .unwrap();
+    let graph = dir.join("g.json");
+    std::fs::write(&graph, s.graph_def().to_json().unwrap()).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_actorflow"))
+            .args(["run", &graph.to_string_lossy(), "--fetch", &y.name()])
+            .args(["--master", &target(&ports, 0)])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&tls);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "y:0 (float32 []) = 42"
+    );
+    // Without TLS the server refuses the client: a clear error, exit code
+    // UNAVAILABLE (14).
+    let o = run(&[]);
+    assert_eq!(
+        o.status.code(),
+        Some(14),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Half the flags is a usage error.
+    let o = run(&["--tls-cert", &cert]);
+    assert_eq!(
+        o.status.code(),
+        Some(64),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -37,6 +37,7 @@ pub mod remote_rendezvous;
 pub mod server;
 pub mod stats;
 pub mod tensor_coding;
+pub mod tls;
 pub mod wire;
 pub mod worker_service;
 
@@ -45,3 +46,4 @@ pub use cluster::{ClusterSpec, TaskName};
 pub use cluster_worker::ClusterOptions;
 pub use peers::PeerOptions;
 pub use server::{Server, ServerOptions};
+pub use tls::Tls;

@@ -28,6 +28,8 @@ pub struct PeerOptions {
     /// and every call on it fails with `Unavailable`: a frozen or partitioned
     /// peer is detected within `keepalive_interval + keepalive_timeout`.
     pub keepalive_timeout: Duration,
+    /// Mutual TLS on every connection (`None`: plaintext, as TensorFlow's).
+    pub tls: Option<crate::tls::Tls>,
 }
 
 impl Default for PeerOptions {
@@ -36,6 +38,7 @@ impl Default for PeerOptions {
             connect_timeout: Duration::from_secs(5),
             keepalive_interval: Duration::from_secs(2),
             keepalive_timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 }
@@ -63,7 +66,12 @@ pub fn channel(
     options: &PeerOptions,
     runtime: &tokio::runtime::Handle,
 ) -> Result<Channel> {
-    let ep = Endpoint::from_shared(format!("http://{addr}"))
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let mut ep = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .map_err(|e| Status::invalid_argument(format!("invalid address '{addr}': {e}")))?
         .connect_timeout(options.connect_timeout)
         .http2_keep_alive_interval(options.keepalive_interval)
@@ -72,6 +80,11 @@ pub fn channel(
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .tcp_nodelay(true);
+    if let Some(tls) = &options.tls {
+        ep = ep
+            .tls_config(tls.client())
+            .map_err(crate::tls::setup_error)?;
+    }
     let _enter = runtime.enter();
     Ok(ep.connect_lazy())
 }

@@ -158,7 +158,13 @@ impl Server {
                 .map_err(|e| Status::internal(format!("listener: {e}")))?;
             TcpIncoming::from(l).with_nodelay(Some(true))
         };
-        let router = tonic::transport::Server::builder()
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = &options.peer_options.tls {
+            builder = builder
+                .tls_config(tls.server())
+                .map_err(crate::tls::setup_error)?;
+        }
+        let router = builder
             .http2_keepalive_interval(Some(options.peer_options.keepalive_interval))
             .http2_keepalive_timeout(Some(options.peer_options.keepalive_timeout))
             .initial_stream_window_size(crate::peers::STREAM_WINDOW)

@@ -78,6 +78,37 @@ pub struct GraphArgs {
     /// of in this process.
     #[arg(long, value_name = "grpc://HOST:PORT")]
     pub master: Option<String>,
+    /// Mutual TLS to the master.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// Mutual TLS between a cluster's processes and their clients: all three files
+/// or none.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// This process's certificate chain (PEM), signed by `--tls-ca`.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "PEM", requires_all = ["tls_cert", "tls_ca"])]
+    pub tls_key: Option<PathBuf>,
+    /// The CA that signed every task's and client's certificate (PEM): peers
+    /// are trusted only with a certificate it signed.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_cert", "tls_key"])]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The TLS configuration, when the flags ask for one.
+    pub fn load(&self) -> Result<Option<actorflow::distributed::Tls>> {
+        match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (Some(c), Some(k), Some(a)) => {
+                actorflow::distributed::Tls::from_files(c, k, a).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 impl GraphArgs {
@@ -101,7 +132,15 @@ impl GraphArgs {
             ..Default::default()
         };
         match &self.master {
-            Some(target) => Session::connect(target, graph, options),
+            Some(target) => {
+                let mut client = actorflow::distributed::ClientOptions::default();
+                client.peer.tls = self.tls.load()?;
+                Session::connect_with(target, graph, options, client)
+            }
+            None if self.tls.tls_cert.is_some() => Err(Status::invalid_argument(
+                "--tls-cert, --tls-key and --tls-ca secure the connection to --master; \
+                 there is none",
+            )),
             None => Session::new(graph, options),
         }
     }

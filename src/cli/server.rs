@@ -38,6 +38,10 @@ pub struct ServerArgs {
     /// (by default only from the hosts of the cluster spec).
     #[arg(long)]
     pub accept_any_master: bool,
+    /// Mutual TLS: this task serves only TLS clients holding a certificate the
+    /// CA signed, and calls its peers over TLS.
+    #[command(flatten)]
+    pub tls: super::TlsArgs,
 }
 
 /// Runs `actorflow server`.
@@ -47,6 +51,7 @@ pub fn main(a: &ServerArgs) -> Result<()> {
     options.cpu_devices = usize::from(a.devices);
     options.max_allocation_bytes = a.max_allocation_bytes;
     options.accept_any_master = a.accept_any_master;
+    options.peer_options.tls = a.tls.load()?;
     let mut server = Server::start(options)?;
     let addr = server.local_addr();
     server.wait_for_signal(|| {
