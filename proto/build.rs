@@ -7,6 +7,7 @@ use std::path::Path;
 
 /// Every file to compile; the files they import are found under `protos/`.
 const PROTOS: &[&str] = &[
+    "actorflow/transport.proto",
     "tensorflow/core/framework/allocation_description.proto",
     "tensorflow/core/framework/attr_value.proto",
     "tensorflow/core/framework/cost_graph.proto",

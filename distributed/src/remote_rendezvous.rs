@@ -75,11 +75,12 @@ impl RemoteRendezvous {
             }
             p.calls.insert(id, (Arc::clone(&slot), None));
         }
-        let req = RecvTensorRequest {
+        let mut req = RecvTensorRequest {
             step_id: self.step_id as i64,
             rendezvous_key: key.full_key(fi),
             ..Default::default()
         };
+        tensor_coding::accept_chunks(&mut req);
         let me = self.me.clone();
         let peers = Arc::clone(&self.peers);
         let handle = self.peers.runtime().spawn(async move {

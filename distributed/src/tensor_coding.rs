@@ -15,7 +15,12 @@
 //!   over any chunks), so TensorFlow's own workers are served and read alike.
 //!
 //! The same wire format as any other gRPC peer: these are only faster encoders and
-//! decoders of `tensorflow.RecvTensorResponse`.
+//! decoders of `tensorflow.RecvTensorResponse`. One extension, for tensors past
+//! the 2 GiB a protobuf message may take (where TensorFlow fails): a caller that
+//! says so in its request's `transport_options` ([`accept_chunks`]; TensorFlow
+//! ignores it) gets a content over [`CHUNK_BYTES`] as several gRPC messages
+//! (`actorflow.TensorChunks`), each a slice of the same shared buffer, decoded
+//! into one tensor.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -29,6 +34,7 @@ use graph::{Result, Status, Tensor};
 use http_body::Frame;
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
+use proto::actorflow::{TensorChunks, TENSOR_CHUNKS_URL};
 use proto::tensorflow::{RecvTensorRequest, RecvTensorResponse, TensorProto};
 use tonic::body::Body;
 use tonic::codegen::{http, BoxFuture, Service};
@@ -52,46 +58,127 @@ const MAX_REQUEST: usize = 1 << 20;
 /// `RecvTensorResponse.tensor` and `TensorProto.tensor_content`.
 const RESPONSE_TENSOR: u32 = 1;
 const TENSOR_CONTENT: u32 = 4;
+/// `RecvTensorResponse.transport_options`.
+const RESPONSE_OPTIONS: u32 = 4;
+
+/// The content of one message of a chunked response (see
+/// `actorflow.TensorChunks`): a gigabyte, far from protobuf's 2 GiB limit.
+pub const CHUNK_BYTES: usize = 1 << 30;
+
+/// The largest message a peer's protobuf library parses (`INT32_MAX`): an
+/// unchunked response must fit.
+const MAX_MESSAGE: usize = i32::MAX as usize;
+
+/// The gRPC message header: uncompressed, `len` bytes.
+fn grpc_header(len: usize, out: &mut BytesMut) -> Result<()> {
+    if len > MAX_MESSAGE {
+        return Err(too_big(len));
+    }
+    out.extend_from_slice(&[0]);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    Ok(())
+}
 
 /// `message` as one gRPC length-prefixed message (uncompressed).
 fn grpc_frame(message: &[u8]) -> Result<Bytes> {
-    let len = u32::try_from(message.len()).map_err(|_| too_big(message.len()))?;
     let mut b = BytesMut::with_capacity(5 + message.len());
-    b.extend_from_slice(&[0]);
-    b.extend_from_slice(&len.to_be_bytes());
+    grpc_header(message.len(), &mut b)?;
     b.extend_from_slice(message);
     Ok(b.freeze())
 }
 
 fn too_big(bytes: usize) -> Status {
     Status::resource_exhausted(format!(
-        "a {bytes}-byte RecvTensor response exceeds gRPC's 4 GiB message limit"
+        "a {bytes}-byte RecvTensor response exceeds the 2 GiB a protobuf message may \
+         take; only a caller that reads chunked responses (an actorflow worker) can \
+         receive this tensor"
     ))
 }
 
-/// `resp` as the pieces of one gRPC message (see the module docs): the tensor's
-/// content, when large, is its own piece, shared with the tensor.
-pub fn encode_response(mut resp: RecvTensorResponse) -> Result<Vec<Bytes>> {
+/// Whether the caller of `request` reads chunked responses.
+pub fn accepts_chunks(request: &RecvTensorRequest) -> bool {
+    request
+        .transport_options
+        .as_ref()
+        .is_some_and(|a| a.type_url == TENSOR_CHUNKS_URL)
+}
+
+/// `request` saying that its caller reads chunked responses.
+pub fn accept_chunks(request: &mut RecvTensorRequest) {
+    request.transport_options = Some(prost_types::Any {
+        type_url: TENSOR_CHUNKS_URL.to_owned(),
+        value: Vec::new(),
+    });
+}
+
+/// The key and length prefix of the tensor field holding a `tensor_content` of
+/// `content` bytes after `head` (the tensor's other fields), appended to `out`.
+fn content_prefix(head: &[u8], content: usize, out: &mut BytesMut) {
+    let content_field = key_len(TENSOR_CONTENT) + encoded_len_varint(content as u64);
+    let tensor_len = head.len() + content_field + content;
+    encode_key(RESPONSE_TENSOR, WireType::LengthDelimited, out);
+    encode_varint(tensor_len as u64, out);
+    out.extend_from_slice(head);
+    encode_key(TENSOR_CONTENT, WireType::LengthDelimited, out);
+    encode_varint(content as u64, out);
+}
+
+/// The encoded length of a tensor field holding `head` and `content` bytes.
+fn tensor_field_len(head: usize, content: usize) -> usize {
+    let tensor_len = head + key_len(TENSOR_CONTENT) + encoded_len_varint(content as u64) + content;
+    key_len(RESPONSE_TENSOR) + encoded_len_varint(tensor_len as u64) + tensor_len
+}
+
+/// `resp` as the pieces of its gRPC messages (see the module docs): the tensor's
+/// content, when large, is its own piece, shared with the tensor. A content
+/// over `chunk` bytes, when `chunk` is given (the caller reads chunked
+/// responses), goes as an `actorflow.TensorChunks` response of that many bytes
+/// per message; otherwise the response must fit one message (2 GiB).
+pub fn encode_response(mut resp: RecvTensorResponse, chunk: Option<usize>) -> Result<Vec<Bytes>> {
     let content = match resp.tensor.as_mut() {
         Some(t) if t.tensor_content.len() >= INLINE => std::mem::take(&mut t.tensor_content),
         _ => return Ok(vec![grpc_frame(&resp.encode_to_vec())?]),
     };
+    if let Some(chunk) = chunk.filter(|&c| c > 0 && content.len() > c) {
+        return encode_chunked(resp, content, chunk);
+    }
     let head = resp.tensor.take().unwrap_or_default().encode_to_vec();
     let rest = resp.encode_to_vec();
-    let content_field = key_len(TENSOR_CONTENT) + encoded_len_varint(content.len() as u64);
-    let tensor_len = head.len() + content_field + content.len();
-    let message_len =
-        key_len(RESPONSE_TENSOR) + encoded_len_varint(tensor_len as u64) + tensor_len + rest.len();
-    let len = u32::try_from(message_len).map_err(|_| too_big(message_len))?;
     let mut prefix = BytesMut::with_capacity(5 + 20 + head.len());
-    prefix.extend_from_slice(&[0]);
-    prefix.extend_from_slice(&len.to_be_bytes());
-    encode_key(RESPONSE_TENSOR, WireType::LengthDelimited, &mut prefix);
-    encode_varint(tensor_len as u64, &mut prefix);
-    prefix.extend_from_slice(&head);
-    encode_key(TENSOR_CONTENT, WireType::LengthDelimited, &mut prefix);
-    encode_varint(content.len() as u64, &mut prefix);
+    grpc_header(
+        tensor_field_len(head.len(), content.len()) + rest.len(),
+        &mut prefix,
+    )?;
+    content_prefix(&head, content.len(), &mut prefix);
     Ok(vec![prefix.freeze(), content, Bytes::from(rest)])
+}
+
+/// A chunked response: a first message without the content, then one message
+/// per `chunk` bytes of it, each a header and a slice of the tensor's buffer.
+fn encode_chunked(
+    mut resp: RecvTensorResponse,
+    content: Bytes,
+    chunk: usize,
+) -> Result<Vec<Bytes>> {
+    resp.transport_options = Some(prost_types::Any {
+        type_url: TENSOR_CHUNKS_URL.to_owned(),
+        value: TensorChunks {
+            content_bytes: content.len() as u64,
+        }
+        .encode_to_vec(),
+    });
+    let mut pieces = vec![grpc_frame(&resp.encode_to_vec())?];
+    let mut at = 0;
+    while at < content.len() {
+        let n = chunk.min(content.len() - at);
+        let mut prefix = BytesMut::with_capacity(5 + 24);
+        grpc_header(tensor_field_len(0, n), &mut prefix)?;
+        content_prefix(&[], n, &mut prefix);
+        pieces.push(prefix.freeze());
+        pieces.push(content.slice(at..at + n));
+        at += n;
+    }
+    Ok(pieces)
 }
 
 /// Received bytes not yet parsed: the network's chunks, uncopied.
@@ -173,40 +260,47 @@ impl Chunks {
     fn skip(&mut self, n: usize) {
         self.consume(n, <[u8]>::len);
     }
-
-    /// Moves up to `sink.remaining()` bytes into `sink`; how many it moved.
-    fn drain_into(&mut self, sink: &mut AlignedBufferBuilder) -> usize {
-        let n = sink.remaining();
-        self.consume(n, |b| sink.extend_from_slice(b))
-    }
 }
 
-/// Where the decoder is in the message.
+/// Where the decoder is in the body.
 enum At {
-    /// Before the 5-byte gRPC header.
+    /// Before a message's 5-byte gRPC header.
     Header,
     /// At a field's key (of the response, or of its tensor inside `tensor_end`).
     Field,
-    /// Inside a large `tensor_content`, `sink` taking its bytes.
+    /// Inside a large `tensor_content`, `sink` taking its next `content_left`
+    /// bytes.
     Content,
-    /// After the whole message.
+    /// After the whole response.
     Done,
 }
 
-/// A streaming decoder of one framed `RecvTensorResponse`; see the module docs.
+/// A streaming decoder of one framed `RecvTensorResponse`, or of a chunked one
+/// (`actorflow.TensorChunks`: its messages' contents go into one buffer); see
+/// the module docs.
 pub struct ResponseDecoder {
     at: At,
     queue: Chunks,
-    /// Bytes of the message consumed so far, and where it and its tensor end.
+    /// Which message of the body, and how many of its bytes were consumed;
+    /// where it and its tensor end.
+    message: usize,
     pos: usize,
     message_end: usize,
     tensor_end: Option<usize>,
     saw_tensor: bool,
-    /// The fields other than a large content, re-encoded as they came.
+    /// The first message carried `transport_options`.
+    saw_options: bool,
+    /// The first message's fields other than a large content, re-encoded as
+    /// they came (the chunk messages' other fields are dropped).
     response_fields: Vec<u8>,
     tensor_fields: Vec<u8>,
+    /// Where content bytes go; how many the current field still has.
     sink: Option<AlignedBufferBuilder>,
+    content_left: usize,
+    /// The buffer of a whole unchunked content.
     content: Option<AlignedBufferBuilder>,
+    /// The response is chunked: `sink` is the whole content's buffer.
+    chunked: bool,
 }
 
 impl Default for ResponseDecoder {
@@ -219,20 +313,35 @@ fn malformed(what: &str) -> Status {
     Status::data_loss(format!("malformed RecvTensor response: {what}"))
 }
 
+/// A buffer for `len` received bytes; `ResourceExhausted` when there is no room.
+fn content_buffer(len: usize) -> Result<AlignedBufferBuilder> {
+    AlignedBufferBuilder::try_with_len(len).map_err(|e| match e {
+        AllocError::CapacityOverflow | AllocError::OutOfMemory { .. } => {
+            Status::resource_exhausted(format!(
+                "no memory for a received tensor of {len} bytes: {e}"
+            ))
+        }
+    })
+}
+
 impl ResponseDecoder {
     /// A decoder at the start of a response body.
     pub fn new() -> ResponseDecoder {
         ResponseDecoder {
             at: At::Header,
             queue: Chunks::default(),
+            message: 0,
             pos: 0,
             message_end: 0,
             tensor_end: None,
             saw_tensor: false,
+            saw_options: false,
             response_fields: Vec::new(),
             tensor_fields: Vec::new(),
             sink: None,
+            content_left: 0,
             content: None,
+            chunked: false,
         }
     }
 
@@ -256,6 +365,7 @@ impl ResponseDecoder {
                             "RecvTensor response: compressed gRPC messages are not supported",
                         ));
                     }
+                    self.pos = 0;
                     self.message_end = u32::from_be_bytes([h[1], h[2], h[3], h[4]]) as usize;
                     self.at = At::Field;
                 }
@@ -263,11 +373,17 @@ impl ResponseDecoder {
                     let Some(sink) = self.sink.as_mut() else {
                         return Err(malformed("no content buffer"));
                     };
-                    self.pos += self.queue.drain_into(sink);
-                    if sink.remaining() > 0 {
+                    let n = self
+                        .queue
+                        .consume(self.content_left, |b| sink.extend_from_slice(b));
+                    self.pos += n;
+                    self.content_left -= n;
+                    if self.content_left > 0 {
                         return Ok(());
                     }
-                    self.content = self.sink.take();
+                    if !self.chunked {
+                        self.content = self.sink.take();
+                    }
                     self.at = At::Field;
                 }
                 At::Done => {
@@ -282,7 +398,7 @@ impl ResponseDecoder {
                         continue;
                     }
                     if self.pos == self.message_end {
-                        self.at = At::Done;
+                        self.end_message()?;
                         continue;
                     }
                     if !self.field()? {
@@ -291,6 +407,42 @@ impl ResponseDecoder {
                 }
             }
         }
+    }
+
+    /// At the end of a message: the response is done, or (chunked) another
+    /// message of its content follows.
+    fn end_message(&mut self) -> Result<()> {
+        if self.tensor_end.is_some() {
+            return Err(malformed("the tensor runs past its message"));
+        }
+        if self.message == 0 && self.saw_options {
+            let resp = RecvTensorResponse::decode(self.response_fields.as_slice())
+                .map_err(|e| malformed(&e.to_string()))?;
+            if let Some(any) = resp
+                .transport_options
+                .filter(|a| a.type_url == TENSOR_CHUNKS_URL)
+            {
+                let chunks = TensorChunks::decode(any.value.as_slice())
+                    .map_err(|e| malformed(&e.to_string()))?;
+                if self.content.is_some() {
+                    return Err(malformed(
+                        "a chunked response with content in its first message",
+                    ));
+                }
+                let len = usize::try_from(chunks.content_bytes)
+                    .map_err(|_| malformed("a huge content"))?;
+                if len > 0 {
+                    self.sink = Some(content_buffer(len)?);
+                    self.chunked = true;
+                }
+            }
+        }
+        self.message += 1;
+        self.at = match &self.sink {
+            Some(sink) if self.chunked && sink.remaining() > 0 => At::Header,
+            _ => At::Done,
+        };
+        Ok(())
     }
 
     /// Consumes the field at the front; false when it has not all arrived.
@@ -316,22 +468,22 @@ impl ResponseDecoder {
                 self.queue.skip(klen + llen);
                 self.pos = start;
                 self.tensor_end = Some(start + len);
-                self.saw_tensor = true;
+                self.saw_tensor |= self.message == 0;
                 // A repeated message field merges; its fields are re-read below.
                 return Ok(true);
             }
-            if len >= INLINE {
+            if self.chunked || len >= INLINE {
                 self.queue.skip(klen + llen);
                 self.pos = start;
-                let sink = AlignedBufferBuilder::try_with_len(len).map_err(|e| match e {
-                    AllocError::CapacityOverflow | AllocError::OutOfMemory { .. } => {
-                        Status::resource_exhausted(format!(
-                            "no memory for a received tensor of {len} bytes: {e}"
-                        ))
+                if self.chunked {
+                    if self.sink.as_ref().is_none_or(|s| s.remaining() < len) {
+                        return Err(malformed("chunks run past the content's size"));
                     }
-                })?;
-                self.sink = Some(sink);
-                self.content = None;
+                } else {
+                    self.sink = Some(content_buffer(len)?);
+                    self.content = None;
+                }
+                self.content_left = len;
                 self.at = At::Content;
                 return Ok(true);
             }
@@ -359,12 +511,14 @@ impl ResponseDecoder {
         if self.queue.len < total {
             return Ok(false);
         }
-        let out = if inside {
-            &mut self.tensor_fields
+        if self.message > 0 {
+            self.queue.skip(total);
+        } else if inside {
+            self.queue.take_into(total, &mut self.tensor_fields);
         } else {
-            &mut self.response_fields
-        };
-        self.queue.take_into(total, out);
+            self.saw_options |= tag == RESPONSE_OPTIONS;
+            self.queue.take_into(total, &mut self.response_fields);
+        }
         self.pos += total;
         Ok(true)
     }
@@ -384,7 +538,12 @@ impl ResponseDecoder {
         }
         let proto = TensorProto::decode(self.tensor_fields.as_slice())
             .map_err(|e| malformed(&e.to_string()))?;
-        match self.content.and_then(AlignedBufferBuilder::finish) {
+        let content = if self.chunked {
+            self.sink
+        } else {
+            self.content
+        };
+        match content.and_then(AlignedBufferBuilder::finish) {
             None => wire::tensor_of(Some(&proto), "RecvTensor").map(Some),
             Some(buffer) => {
                 let dtype = graph::import::tensor::dtype_from_proto(proto.dtype)?;
@@ -479,7 +638,8 @@ async fn serve_recv_tensor(state: &WorkerState, req: http::Request<Body>) -> htt
         let request = unframe(body)?;
         let request = RecvTensorRequest::decode(request)
             .map_err(|e| Status::invalid_argument(format!("RecvTensor request: {e}")))?;
-        encode_response(state.recv_tensor(&request).await?)
+        let chunk = accepts_chunks(&request).then_some(CHUNK_BYTES);
+        encode_response(state.recv_tensor(&request).await?, chunk)
     }
     .await;
     match answer {
@@ -618,7 +778,7 @@ mod tests {
     #[test]
     fn large_tensors_round_trip_through_any_chunking() {
         let big = Tensor::new(&[3, 5000], (0..15000).map(|i| i as f32 * 0.5).collect()).unwrap();
-        let pieces = encode_response(response(&big)).unwrap();
+        let pieces = encode_response(response(&big), None).unwrap();
         assert_eq!(pieces.len(), 3, "the content travels as its own piece");
         // The content piece shares the tensor's buffer.
         assert_eq!(pieces[1].as_ptr(), big.as_bytes().unwrap().as_ptr());
@@ -665,7 +825,7 @@ mod tests {
             Tensor::from_strings(&[2], vec!["a", "bc"]).unwrap(),
             Tensor::from_raw_bytes(graph::DType::Bool, &[3], &[0, 1, 1]).unwrap(),
         ] {
-            let pieces = encode_response(response(&t)).unwrap();
+            let pieces = encode_response(response(&t), None).unwrap();
             assert_eq!(pieces.len(), 1);
             assert_eq!(decode_cut(&pieces, 2).unwrap(), Some(t));
         }
@@ -674,7 +834,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            decode_cut(&encode_response(dead).unwrap(), 1).unwrap(),
+            decode_cut(&encode_response(dead, None).unwrap(), 1).unwrap(),
             None
         );
     }
@@ -682,7 +842,7 @@ mod tests {
     #[test]
     fn malformed_responses_are_data_loss_not_panics() {
         let big = Tensor::new(&[20000], vec![1.0f32; 20000]).unwrap();
-        let pieces = encode_response(response(&big)).unwrap();
+        let pieces = encode_response(response(&big), None).unwrap();
         let whole: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
         // Truncated anywhere: an error at the end, never a tensor.
         for cut in [0, 3, 5, 9, 40, whole.len() / 2, whole.len() - 1] {
@@ -719,10 +879,110 @@ mod tests {
         if let Some(t) = resp.tensor.as_mut() {
             t.tensor_content = t.tensor_content.slice(4..);
         }
-        let pieces = encode_response(resp).unwrap();
+        let pieces = encode_response(resp, None).unwrap();
         assert_eq!(
             decode_cut(&pieces, 5000).unwrap_err().code(),
             graph::Code::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn chunked_responses_round_trip_and_share_the_tensor() {
+        let big = Tensor::new(&[25000], (0..25000i32).collect()).unwrap();
+        let pieces = encode_response(response(&big), Some(40000)).unwrap();
+        // The first message, then a header and a slice per chunk.
+        assert_eq!(pieces.len(), 1 + 2 * 3);
+        let base = big.as_bytes().unwrap().as_ptr();
+        for (i, p) in pieces[2..].iter().step_by(2).enumerate() {
+            assert_eq!(p.as_ptr(), base.wrapping_add(i * 40000));
+        }
+        for cut in [1, 5, 999, 40005, 1 << 20] {
+            assert_eq!(
+                decode_cut(&pieces, cut).unwrap(),
+                Some(big.clone()),
+                "cut {cut}"
+            );
+        }
+        // The first message is a RecvTensorResponse as any peer reads it.
+        let first = RecvTensorResponse::decode(&pieces[0][5..]).unwrap();
+        assert_eq!(first.send_start_micros, 1234);
+        let opts = first.transport_options.unwrap();
+        assert_eq!(opts.type_url, TENSOR_CHUNKS_URL);
+        assert_eq!(
+            TensorChunks::decode(opts.value.as_slice())
+                .unwrap()
+                .content_bytes,
+            100_000
+        );
+        // A content that fits one chunk goes unchunked.
+        assert_eq!(
+            encode_response(response(&big), Some(1 << 20))
+                .unwrap()
+                .len(),
+            3
+        );
+        // The request says whether the caller reads chunks.
+        let mut req = RecvTensorRequest::default();
+        assert!(!accepts_chunks(&req));
+        accept_chunks(&mut req);
+        assert!(accepts_chunks(
+            &RecvTensorRequest::decode(req.encode_to_vec().as_slice()).unwrap()
+        ));
+    }
+
+    #[test]
+    fn content_past_2_gib_needs_chunks() {
+        // Zeroed memory that is never touched: no physical pages.
+        let huge = Bytes::from(vec![0u8; (3usize << 30) + 8]);
+        let resp = || RecvTensorResponse {
+            tensor: Some(TensorProto {
+                dtype: 1,
+                tensor_content: huge.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let e = encode_response(resp(), None).unwrap_err();
+        assert_eq!(e.code(), graph::Code::ResourceExhausted);
+        assert!(e.message().contains("2 GiB"), "{e}");
+        let pieces = encode_response(resp(), Some(CHUNK_BYTES)).unwrap();
+        assert_eq!(pieces.len(), 1 + 2 * 4);
+        let content: usize = pieces[2..].iter().step_by(2).map(Bytes::len).sum();
+        assert_eq!(content, huge.len());
+    }
+
+    #[test]
+    fn malformed_chunked_responses_are_data_loss() {
+        let big = Tensor::new(&[30000], vec![2.0f32; 30000]).unwrap();
+        let pieces = encode_response(response(&big), Some(50000)).unwrap();
+        // A chunk missing: the body ends early.
+        let short = &pieces[..pieces.len() - 2];
+        assert_eq!(
+            decode_cut(short, 1000).unwrap_err().code(),
+            graph::Code::DataLoss
+        );
+        // A chunk too many.
+        let mut long = pieces.clone();
+        long.extend_from_slice(&pieces[pieces.len() - 2..]);
+        assert_eq!(
+            decode_cut(&long, 1000).unwrap_err().code(),
+            graph::Code::DataLoss
+        );
+        // A first message that already holds content.
+        let mut resp = response(&big);
+        resp.transport_options = Some(prost_types::Any {
+            type_url: TENSOR_CHUNKS_URL.into(),
+            value: TensorChunks {
+                content_bytes: 120_000,
+            }
+            .encode_to_vec(),
+        });
+        let framed = grpc_frame(&resp.encode_to_vec()).unwrap();
+        assert_eq!(
+            decode_cut(std::slice::from_ref(&framed), 7)
+                .unwrap_err()
+                .code(),
+            graph::Code::DataLoss
         );
     }
 }

@@ -48,6 +48,16 @@
 
 #![warn(missing_docs)]
 
+/// Package `actorflow`: actorflow's own extensions of TensorFlow's protocol,
+/// carried where TensorFlow's messages reserve room for transports
+/// (`transport_options`), so TensorFlow peers ignore them.
+pub mod actorflow {
+    include!(concat!(env!("OUT_DIR"), "/actorflow.rs"));
+
+    /// The `type_url` of a [`TensorChunks`] in a `google.protobuf.Any`.
+    pub const TENSOR_CHUNKS_URL: &str = "type.googleapis.com/actorflow.TensorChunks";
+}
+
 /// Package `tensorflow`: every message, enum and service; see the crate docs.
 /// (Generated: fields whose `.proto` comment says nothing have no docs.)
 #[allow(missing_docs)]
