@@ -4,16 +4,19 @@
 //!
 //! Layout of the timeline:
 //!
-//! - one process (`pid`) per device, named after the device;
-//! - in it, one track (`tid`) per thread that ran a partition on the device —
-//!   the device's data-plane thread — holding one complete (`"ph": "X"`) slice
+//! - one process (`pid`) per task (`/job:worker/replica:0/task:1`; a local
+//!   session is one task), named after the task;
+//! - in it, for each of the task's devices, one track (`tid`) per thread that
+//!   ran a partition on the device — the device's data-plane thread — named
+//!   after the device and the thread, holding one complete (`"ph": "X"`) slice
 //!   per executed node, named after the node, with its op, output shapes and
 //!   bytes, frame and iteration in `args`;
-//! - a `partitions` track with a slice per partition per step (steps running at
+//! - a `partitions` track per device with a slice per partition per step (steps running at
 //!   the same time get more `partitions` tracks);
 //! - asynchronous kernels that waited (a `_Recv` whose value had not arrived, a
 //!   queue op waiting for room or elements) overlap the nodes that ran while they
 //!   waited, so they go on `pending` tracks of their device, one slice per wait;
+//!   a device's tracks sit together in its task;
 //! - slices on one track never overlap, so every track is a valid stack for
 //!   Perfetto's importer;
 //! - each `_Send`/`_Recv` pair is a flow arrow: a `"ph": "s"` event inside the Send
@@ -87,6 +90,8 @@ struct DeviceTracks {
 pub struct ChromeTrace {
     origin: Option<Instant>,
     devices: Vec<(String, DeviceTracks)>,
+    /// Until [`ChromeTrace::to_json`] places them in their tasks, events hold
+    /// their device's index as `pid` and its track's index as `tid`.
     events: Vec<Value>,
     flows: u64,
     nodes: usize,
@@ -293,26 +298,55 @@ impl ChromeTrace {
     }
 
     /// The trace as a JSON value: `{"traceEvents": [...], "displayTimeUnit": "ns"}`
-    /// with process and thread names first.
+    /// with process and thread names first. Each task is a process; each of its
+    /// devices' tracks a thread of it, named after the device.
     pub fn to_json(&self) -> Value {
+        let mut tasks: Vec<&str> = Vec::new();
+        // Per device: its process, and the first of its tracks' thread ids there.
+        let mut placed: Vec<(usize, usize)> = Vec::with_capacity(self.devices.len());
+        let mut next_tid: Vec<usize> = Vec::new();
         let mut events = Vec::with_capacity(self.events.len() + 4 * self.devices.len());
-        for (pid, (device, tracks)) in self.devices.iter().enumerate() {
-            events.push(json!({
-                "name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                "args": { "name": device },
-            }));
-            events.push(json!({
-                "name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
-                "args": { "sort_index": pid },
-            }));
-            for (tid, thread) in tracks.threads.iter().enumerate() {
+        for (device, tracks) in &self.devices {
+            let (task, short) = split_device(device);
+            let pid = match tasks.iter().position(|t| *t == task) {
+                Some(p) => p,
+                None => {
+                    tasks.push(task);
+                    next_tid.push(0);
+                    events.push(json!({
+                        "name": "process_name", "ph": "M", "pid": tasks.len() - 1, "tid": 0,
+                        "args": { "name": task },
+                    }));
+                    events.push(json!({
+                        "name": "process_sort_index", "ph": "M", "pid": tasks.len() - 1,
+                        "tid": 0, "args": { "sort_index": tasks.len() - 1 },
+                    }));
+                    tasks.len() - 1
+                }
+            };
+            let first = next_tid[pid];
+            next_tid[pid] += tracks.threads.len();
+            placed.push((pid, first));
+            for (i, thread) in tracks.threads.iter().enumerate() {
                 events.push(json!({
-                    "name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                    "args": { "name": thread },
+                    "name": "thread_name", "ph": "M", "pid": pid, "tid": first + i,
+                    "args": { "name": format!("{short} {thread}") },
+                }));
+                events.push(json!({
+                    "name": "thread_sort_index", "ph": "M", "pid": pid, "tid": first + i,
+                    "args": { "sort_index": first + i },
                 }));
             }
         }
-        events.extend(self.events.iter().cloned());
+        events.extend(self.events.iter().map(|e| {
+            let mut e = e.clone();
+            let device = e["pid"].as_u64().unwrap_or(0) as usize;
+            let (pid, first) = placed.get(device).copied().unwrap_or_default();
+            let tid = e["tid"].as_u64().unwrap_or(0) as usize;
+            e["pid"] = json!(pid);
+            e["tid"] = json!(first + tid);
+            e
+        }));
         json!({ "traceEvents": events, "displayTimeUnit": "ns" })
     }
 
@@ -326,6 +360,15 @@ impl ChromeTrace {
         let path = path.as_ref();
         std::fs::write(path, self.to_json_string())
             .map_err(|e| Status::from(e).context(format_args!("writing '{}'", path.display())))
+    }
+}
+
+/// A device name's task (`/job:J/replica:R/task:T`) and the rest (`CPU:0`); a
+/// name without `/device:` is its own task.
+fn split_device(device: &str) -> (&str, &str) {
+    match device.find("/device:") {
+        Some(i) if i > 0 => (&device[..i], &device[i + "/device:".len()..]),
+        _ => (device, device),
     }
 }
 

@@ -253,8 +253,13 @@ fn two_device_graph(dir: &Path) -> PathBuf {
 fn check_trace(path: &Path, steps: usize) {
     let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
+    // One process (the task), each device's tracks in it.
     let processes = evs.iter().filter(|e| e["name"] == "process_name").count();
-    assert_eq!(processes, 2);
+    assert_eq!(processes, 1);
+    for device in ["CPU:0 ", "CPU:1 "] {
+        assert!(evs.iter().any(|e| e["name"] == "thread_name"
+            && e["args"]["name"].as_str().unwrap_or("").starts_with(device)));
+    }
     let of_op = |op: &str| {
         evs.iter()
             .filter(|e| e["cat"] == "node" && e["args"]["op"] == op)

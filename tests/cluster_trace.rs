@@ -1,6 +1,6 @@
 //! A traced step on a two-task cluster: every task's step statistics come back,
-//! and the Perfetto trace shows each task's devices with the cross-task
-//! `_Send`→`_Recv` flow arrows.
+//! and the Perfetto trace shows one process per task, its devices' tracks in it,
+//! with the cross-task `_Send`→`_Recv` flow arrows.
 
 use std::net::TcpListener;
 
@@ -55,19 +55,31 @@ fn a_traced_cluster_step_has_every_task_and_cross_task_flows() {
     let md = out.metadata.expect("traced");
     let json: Value = serde_json::from_str(&chrome_trace_json(&md)).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
-    let processes: Vec<&str> = events
+    let mut processes: Vec<&str> = events
         .iter()
         .filter(|e| e["name"] == "process_name")
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
-    assert!(
-        processes.iter().any(|p| p.contains("task:0")),
-        "{processes:?}"
+    // One process per task, each holding its devices' tracks.
+    processes.sort();
+    assert_eq!(
+        processes,
+        [
+            "/job:worker/replica:0/task:0",
+            "/job:worker/replica:0/task:1"
+        ]
     );
-    assert!(
-        processes.iter().any(|p| p.contains("task:1")),
-        "{processes:?}"
-    );
+    for pid in 0..2 {
+        assert!(
+            events.iter().any(|e| e["name"] == "thread_name"
+                && e["pid"] == pid
+                && e["args"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("CPU:0 ")),
+            "task {pid}"
+        );
+    }
     let flows: Vec<(&str, &str)> = events
         .iter()
         .filter(|e| e["cat"] == TRANSFER_CATEGORY && e["ph"] == "f")

@@ -316,21 +316,24 @@ fn chrome_trace_of_a_two_device_step() {
     trace.add_step("step 0", &meta);
     let evs = events(&trace);
 
-    // One process per device, named after it, and a name for every track used.
-    let names: HashMap<i64, String> = evs
+    // One process for the session's task, named after it, with each device's
+    // tracks named after the device, and a name for every track used.
+    let names: Vec<&str> = evs
         .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
-        .map(|e| {
-            (
-                e["pid"].as_i64().unwrap(),
-                e["args"]["name"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|e| e["args"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 2);
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].ends_with("task:0"), "{names:?}");
+    let threads: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
     assert!(
-        names.values().any(|n| n.ends_with("CPU:0"))
-            && names.values().any(|n| n.ends_with("CPU:1"))
+        threads.iter().any(|t| t.starts_with("CPU:0 "))
+            && threads.iter().any(|t| t.starts_with("CPU:1 ")),
+        "{threads:?}"
     );
     let tracks: HashSet<(i64, i64)> = evs
         .iter()
@@ -406,7 +409,7 @@ fn chrome_trace_of_a_two_device_step() {
             .find(|f| f["id"] == s["id"])
             .expect("a matching finish");
         assert_eq!(f["bp"], "e");
-        assert_ne!(s["pid"], f["pid"]);
+        assert_ne!((&s["pid"], &s["tid"]), (&f["pid"], &f["tid"]));
         assert_eq!(s["name"], f["name"]);
         assert!(inside(&evs, s, &|x| x["args"]["op"] == "_Send"), "{s}");
         assert!(inside(&evs, f, &|x| x["args"]["op"] == "_Recv"), "{f}");
