@@ -31,7 +31,9 @@ fn a_traced_cluster_step_has_every_task_and_cross_task_flows() {
         .collect();
     let s = Scope::new();
     let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
-    let y = ops::mul(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    // −x made on task 0 crosses to task 1, (−x)² comes back.
+    let x0 = ops::neg(&s.with_device("/job:worker/task:0"), &x).unwrap();
+    let y = ops::mul(&s.with_device("/job:worker/task:1"), &x0, &x0).unwrap();
     let z = ops::add(&s, &y, &x).unwrap();
     let sess = Session::connect(
         &servers[0].target(),
@@ -90,7 +92,7 @@ fn a_traced_cluster_step_has_every_task_and_cross_task_flows() {
             )
         })
         .collect();
-    // x goes to task 1, x·x comes back.
+    // −x goes to task 1, x·x comes back.
     assert!(
         flows
             .iter()

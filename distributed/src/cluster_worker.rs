@@ -66,13 +66,20 @@ pub struct ClusterDevice {
     pub task: usize,
 }
 
+/// A feed's `_Arg` index, a task that consumes it, and its key there.
+type ArgKey = (usize, usize, String);
+/// A task and a rendezvous key in it.
+type TaskKey = (usize, String);
+
 struct Piece {
     /// (task index, the task's handle of its piece).
     per_task: Vec<(usize, String)>,
-    /// Rendezvous keys of the feeds, by `_Arg` index.
-    arg_keys: Vec<String>,
-    /// Rendezvous keys of the fetches, by `_Retval` index.
-    retval_keys: Vec<String>,
+    /// The number of feeds, and where each goes (a feed used on several tasks
+    /// goes to each).
+    args: usize,
+    arg_keys: Vec<ArgKey>,
+    /// Where each fetch comes from, by `_Retval` index.
+    retval_keys: Vec<TaskKey>,
 }
 
 /// Bounds on the master's calls to workers.
@@ -292,58 +299,160 @@ impl ClusterWorker {
         *self.on_cleanup.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
-    /// The step's feeds and fetches as client-terminated transfers on the client
-    /// device; returns the graph and the feed and fetch keys by index.
-    fn client_terminate(&self, gd: GraphDef) -> Result<(GraphDef, Vec<String>, Vec<String>)> {
-        let c = &self.client_device;
-        let key = |name: &str| -> Result<String> {
-            Ok(ParsedKey::new(&c.name, c.incarnation, &c.name, name)?.full_key(FrameIter::ROOT))
+    /// The step's feeds and fetches as client-terminated transfers, each on the
+    /// task that uses it: a fetch's `_Send` on its producer's device (the value
+    /// comes back in that task's `RunGraph` answer), and a feed's `_Recv` on a
+    /// device of each task that consumes it (the value goes out in each such
+    /// task's `RunGraph` call). No fed or fetched value takes a `RecvTensor` hop
+    /// through the master's task, where TensorFlow's master routes every feed
+    /// and fetch. Returns the graph and the feed and fetch keys.
+    fn client_terminate(&self, gd: GraphDef) -> Result<(GraphDef, Vec<ArgKey>, Vec<TaskKey>)> {
+        let task_of = |device: &str| self.by_name.get(device).map(|&i| self.device_task[i]);
+        let device_of: HashMap<&str, &str> = gd
+            .node
+            .iter()
+            .map(|n| (n.name.as_str(), n.device.as_str()))
+            .collect();
+        let producer = |input: &str| -> String {
+            let name = input.trim_start_matches('^');
+            name.rsplit_once(':')
+                .filter(|(_, port)| port.parse::<u32>().is_ok())
+                .map_or(name, |(n, _)| n)
+                .to_owned()
         };
-        let mut args: Vec<(i64, String)> = Vec::new();
-        let mut rets: Vec<(i64, String)> = Vec::new();
-        let mut gd = gd;
-        let nodes = std::mem::take(&mut gd.node);
-        let mut out = GraphDef {
-            node: Vec::with_capacity(nodes.len()),
-            ..gd
-        };
-        for n in nodes {
-            let transfer = |op: &str, n: &NodeDef| -> Result<NodeDef> {
-                let t: DType = n.get_attr("T")?;
-                let mut d = NodeDef::new(n.name.clone(), op)
-                    .with_attr("tensor_name", n.name.clone())
-                    .with_attr("send_device", c.name.clone())
-                    .with_attr("send_device_incarnation", c.incarnation as i64)
-                    .with_attr("recv_device", c.name.clone())
-                    .with_attr("client_terminated", true)
-                    .with_device(c.name.clone());
-                if op == "_Recv" {
-                    d = d.with_attr("tensor_type", t);
+        // Where each node runs: a fetch on its producer's device.
+        let placed: HashMap<String, String> = gd
+            .node
+            .iter()
+            .map(|n| {
+                let d = match (n.op.as_str(), n.input.first()) {
+                    ("_Retval", Some(i)) => device_of
+                        .get(producer(i).as_str())
+                        .copied()
+                        .unwrap_or(&n.device),
+                    _ => &n.device,
+                };
+                let d = if d.is_empty() || task_of(d).is_none() {
+                    self.client_device.name.as_str()
                 } else {
-                    d = d.with_attr("T", t);
-                    d.input.clone_from(&n.input);
+                    d
+                };
+                (n.name.clone(), d.to_owned())
+            })
+            .collect();
+        let feeds: std::collections::HashSet<&str> = gd
+            .node
+            .iter()
+            .filter(|n| n.op == "_Arg")
+            .map(|n| n.name.as_str())
+            .collect();
+        // Each feed's consumers: (task, first device there, consumer indices).
+        let mut consumers: HashMap<String, Vec<(usize, String, Vec<usize>)>> = HashMap::new();
+        for (i, n) in gd.node.iter().enumerate() {
+            for input in &n.input {
+                let p = producer(input);
+                if !feeds.contains(p.as_str()) {
+                    continue;
                 }
-                Ok(d)
-            };
-            match n.op.as_str() {
-                "_Arg" => {
-                    args.push((n.get_attr("index")?, key(&n.name)?));
-                    out.node.push(transfer("_Recv", &n)?);
+                let d = &placed[&n.name];
+                let t = task_of(d).unwrap_or(self.client_task);
+                let per_task = consumers.entry(p).or_default();
+                match per_task.iter_mut().find(|(task, _, _)| *task == t) {
+                    Some(e) => e.2.push(i),
+                    None => per_task.push((t, d.clone(), vec![i])),
                 }
-                "_Retval" => {
-                    rets.push((n.get_attr("index")?, key(&n.name)?));
-                    out.node.push(transfer("_Send", &n)?);
-                }
-                _ => out.node.push(n),
             }
         }
+        let key = |device: &str, name: &str| -> Result<String> {
+            let inc = self
+                .by_name
+                .get(device)
+                .map_or(self.client_device.incarnation, |&i| {
+                    self.devices[i].incarnation
+                });
+            Ok(ParsedKey::new(device, inc, device, name)?.full_key(FrameIter::ROOT))
+        };
+        let transfer = |op: &str, n: &NodeDef, name: &str, device: &str| -> Result<NodeDef> {
+            let t: DType = n.get_attr("T")?;
+            let inc = self
+                .by_name
+                .get(device)
+                .map_or(self.client_device.incarnation, |&i| {
+                    self.devices[i].incarnation
+                });
+            let mut d = NodeDef::new(name.to_owned(), op)
+                .with_attr("tensor_name", name.to_owned())
+                .with_attr("send_device", device.to_owned())
+                .with_attr("send_device_incarnation", inc as i64)
+                .with_attr("recv_device", device.to_owned())
+                .with_attr("client_terminated", true)
+                .with_device(device.to_owned());
+            if op == "_Recv" {
+                d = d.with_attr("tensor_type", t);
+            } else {
+                d = d.with_attr("T", t);
+                d.input.clone_from(&n.input);
+            }
+            Ok(d)
+        };
+        let mut args: Vec<ArgKey> = Vec::new();
+        let mut rets: Vec<(i64, TaskKey)> = Vec::new();
+        let mut nodes = gd.node.clone();
+        let mut extra = Vec::new();
+        for (i, n) in gd.node.iter().enumerate() {
+            match n.op.as_str() {
+                "_Arg" => {
+                    let index: i64 = n.get_attr("index")?;
+                    let index = usize::try_from(index).map_err(|_| {
+                        Status::invalid_argument("a negative _Arg index").with_node(&n.name)
+                    })?;
+                    let uses = consumers.remove(&n.name).unwrap_or_default();
+                    if uses.is_empty() {
+                        let d = self.client_device.name.clone();
+                        args.push((index, self.client_task, key(&d, &n.name)?));
+                        nodes[i] = transfer("_Recv", n, &n.name, &d)?;
+                        continue;
+                    }
+                    for (k, (task, device, users)) in uses.into_iter().enumerate() {
+                        let name = if k == 0 {
+                            n.name.clone()
+                        } else {
+                            format!("{}/_feed_task_{task}", n.name)
+                        };
+                        args.push((index, task, key(&device, &name)?));
+                        let recv = transfer("_Recv", n, &name, &device)?;
+                        if k == 0 {
+                            nodes[i] = recv;
+                            continue;
+                        }
+                        extra.push(recv);
+                        for u in users {
+                            for input in &mut nodes[u].input {
+                                if producer(input) == n.name {
+                                    *input = if input.starts_with('^') {
+                                        format!("^{name}")
+                                    } else {
+                                        name.clone()
+                                    };
+                                }
+                            }
+                        }
+                    }
+                }
+                "_Retval" => {
+                    let d = &placed[&n.name];
+                    let t = task_of(d).unwrap_or(self.client_task);
+                    rets.push((n.get_attr("index")?, (t, key(d, &n.name)?)));
+                    nodes[i] = transfer("_Send", n, &n.name, d)?;
+                }
+                _ => {}
+            }
+        }
+        nodes.extend(extra);
         args.sort();
-        rets.sort();
-        Ok((
-            out,
-            args.into_iter().map(|a| a.1).collect(),
-            rets.into_iter().map(|r| r.1).collect(),
-        ))
+        rets.sort_by_key(|r| r.0);
+        let out = GraphDef { node: nodes, ..gd };
+        Ok((out, args, rets.into_iter().map(|r| r.1).collect()))
     }
 
     fn piece(&self, handle: &str) -> Result<Arc<Piece>> {
@@ -380,6 +489,7 @@ impl ClusterWorker {
 
 impl WorkerInterface for ClusterWorker {
     fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
+        let args = req.graph.node.iter().filter(|n| n.op == "_Arg").count();
         let (gd, arg_keys, retval_keys) = self.client_terminate(req.graph)?;
         let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
         let assignment = g
@@ -478,6 +588,7 @@ impl WorkerInterface for ClusterWorker {
                 Arc::clone(&handle),
                 Arc::new(Piece {
                     per_task,
+                    args,
                     arg_keys,
                     retval_keys,
                 }),
@@ -491,10 +602,10 @@ impl WorkerInterface for ClusterWorker {
 
     fn run_graph(&self, req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
         let piece = self.piece(&req.handle)?;
-        if req.args.len() != piece.arg_keys.len() {
+        if req.args.len() != piece.args {
             return Err(Status::invalid_argument(format!(
                 "expected {} feeds, got {}",
-                piece.arg_keys.len(),
+                piece.args,
                 req.args.len()
             )));
         }
@@ -510,27 +621,24 @@ impl WorkerInterface for ClusterWorker {
         let (tx, rx) = completion();
         let (abort_tx, abort_rx) = tokio::sync::oneshot::channel();
         self.running.steps().insert(step_id, abort_tx);
-        let mut sends: Vec<(String, Tensor)> =
-            piece.arg_keys.iter().cloned().zip(req.args).collect();
         let calls: Vec<TaskCall> = piece
             .per_task
             .iter()
-            .map(|(t, h)| {
-                let client = *t == self.client_task;
-                TaskCall {
-                    task: self.tasks[*t].clone(),
-                    handle: h.clone(),
-                    sends: if client {
-                        std::mem::take(&mut sends)
-                    } else {
-                        Vec::new()
-                    },
-                    recv_keys: if client {
-                        piece.retval_keys.clone()
-                    } else {
-                        Vec::new()
-                    },
-                }
+            .map(|(t, h)| TaskCall {
+                task: self.tasks[*t].clone(),
+                handle: h.clone(),
+                sends: piece
+                    .arg_keys
+                    .iter()
+                    .filter(|(_, task, _)| task == t)
+                    .map(|(i, _, k)| (k.clone(), req.args[*i].clone()))
+                    .collect(),
+                recv_keys: piece
+                    .retval_keys
+                    .iter()
+                    .filter(|(task, _)| task == t)
+                    .map(|(_, k)| k.clone())
+                    .collect(),
             })
             .collect();
         let run = StepRun {
@@ -551,7 +659,7 @@ impl WorkerInterface for ClusterWorker {
                     std::mem::take(&mut result.recvs).into_iter().collect();
                 result.retvals = retval_keys
                     .iter()
-                    .map(|k| got.remove(k).flatten())
+                    .map(|(_, k)| got.remove(k).flatten())
                     .collect();
             }
             tx.complete(result);

@@ -253,7 +253,8 @@ fn a_traced_step_returns_every_tasks_statistics() {
     let c = Cluster::start(&[("worker", 2)], 1);
     let s = Scope::new();
     let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
-    let y = ops::add(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    let x2 = ops::mul(&s.with_device("/job:worker/task:0"), &x, &x).unwrap();
+    let y = ops::add(&s.with_device("/job:worker/task:1"), &x2, &x2).unwrap();
     let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
     let opts = RunOptions {
         trace_level: TraceLevel::FullTrace,
@@ -338,12 +339,13 @@ fn a_tensor_with_several_consumers_on_another_task_crosses_once_per_step() {
     let c = Cluster::start(&[("worker", 2)], 2);
     let s = Scope::new();
     let x = ops::placeholder(&s, DType::F32, Shape::known(&[3])).unwrap();
+    let x0 = ops::neg(&s.with_device("/job:worker/task:0"), &x).unwrap();
     let t1 = s.with_device("/job:worker/task:1/device:CPU:0");
     let t1b = s.with_device("/job:worker/task:1/device:CPU:1");
     // Three consumers on task 1, two of its devices.
-    let a = ops::add(&t1, &x, &x).unwrap();
-    let b = ops::mul(&t1, &x, &x).unwrap();
-    let d = ops::sub(&t1b, &x, &a).unwrap();
+    let a = ops::add(&t1, &x0, &x0).unwrap();
+    let b = ops::mul(&t1, &x0, &x0).unwrap();
+    let d = ops::sub(&t1b, &x0, &a).unwrap();
     let total = ops::add_n(&t1, &[a, b, d]).unwrap();
     let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
     let feed = Tensor::vector(&[1.0f32, 2.0, 3.0]);
@@ -351,8 +353,8 @@ fn a_tensor_with_several_consumers_on_another_task_crosses_once_per_step() {
         sess.run(&[(&x.name(), feed.clone())], &[&total.name()], &[])
             .unwrap()
     };
-    // x + x + x·x + (x − 2x) = x + x².
-    assert_eq!(run()[0], Tensor::vector(&[2.0f32, 6.0, 12.0]));
+    // With y = −x: 2y + y² + (y − 2y) = y + y² = x² − x.
+    assert_eq!(run()[0], Tensor::vector(&[0.0f32, 2.0, 6.0]));
     let (before0, before1) = (
         c.servers[0].recv_tensor_calls(),
         c.servers[1].recv_tensor_calls(),
@@ -360,9 +362,45 @@ fn a_tensor_with_several_consumers_on_another_task_crosses_once_per_step() {
     for _ in 0..5 {
         run();
     }
-    // Task 0 serves x once per step (to task 1); task 1 serves the total once.
+    // Task 0 serves −x once per step (to task 1); the total comes back in task
+    // 1's RunGraph answer, without a RecvTensor.
     assert_eq!(c.servers[0].recv_tensor_calls() - before0, 5);
-    assert_eq!(c.servers[1].recv_tensor_calls() - before1, 5);
+    assert_eq!(c.servers[1].recv_tensor_calls() - before1, 0);
+}
+
+#[test]
+fn feeds_and_fetches_go_straight_to_the_tasks_that_use_them() {
+    // x is fed and used on both tasks (by two nodes on task 1), and fetched;
+    // y on task 1 and z on task 0 are fetched. No value crosses by RecvTensor:
+    // each task gets x in its RunGraph call and answers its fetches in its
+    // RunGraph answer.
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let t0 = s.with_device("/job:worker/task:0");
+    let t1 = s.with_device("/job:worker/task:1");
+    let y = ops::mul(&t1, &x, &x).unwrap();
+    let z = ops::add(&t0, &x, &ops::scalar(&t0, 1.0f32).unwrap()).unwrap();
+    let w = ops::sub(&t1, &y, &x).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    for v in [3.0f32, -0.5] {
+        let out = sess
+            .run(
+                &[(&x.name(), Tensor::scalar(v))],
+                &[&y.name(), &z.name(), &x.name(), &w.name()],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(out[0], Tensor::scalar(v * v));
+        assert_eq!(out[1], Tensor::scalar(v + 1.0));
+        assert_eq!(out[2], Tensor::scalar(v));
+        assert_eq!(out[3], Tensor::scalar(v * v - v));
+    }
+    assert_eq!(c.servers[0].recv_tensor_calls(), 0);
+    assert_eq!(c.servers[1].recv_tensor_calls(), 0);
+    // A step fed nothing still sees a missing feed as an error.
+    let e = sess.run(&[], &[&y.name()], &[]).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
 }
 
 #[test]
