@@ -1,4 +1,13 @@
-//! Mixed clusters with real TensorFlow 2.21 processes: one `actorflow server` and
+//! actorflow with real TensorFlow 2.21 processes as peers.
+//!
+//! A TensorFlow client drives a cluster of actorflow servers through every
+//! scenario of `tf_interop/scenarios.py` (arithmetic, variables, cond and
+//! while with gradients, queues with queue runners, training, Saver,
+//! FULL_TRACE metadata, make_callable, errors as TensorFlow's exception
+//! classes, list_devices, Session.reset), each checked against a local
+//! TensorFlow session.
+//!
+//! Mixed clusters: one `actorflow server` and
 //! one `tf.distribute.Server`, driven by a TensorFlow client. A 4 MiB variable
 //! and a fed product live on task 1, their sum on task 0; the client runs it
 //! through task 0's master. Both ways round: an actorflow master with a TensorFlow
@@ -110,5 +119,68 @@ fn an_actorflow_master_runs_a_graph_on_a_tensorflow_worker() {
 fn a_tensorflow_master_runs_a_graph_on_an_actorflow_worker() {
     if let Some(py) = python() {
         mixed(&py, 1);
+    }
+}
+
+/// Every scenario of `scenarios.py`: a TensorFlow 2.21 client runs it on a
+/// cluster of two actorflow servers and in a local TensorFlow session, and the
+/// values agree.
+#[test]
+fn a_tensorflow_client_drives_an_actorflow_cluster() {
+    let Some(py) = python() else {
+        return;
+    };
+    let ports: Vec<u16> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    let cluster = format!("worker=127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
+    let _servers: Vec<Proc> = (0..2)
+        .map(|t| {
+            wait_ready(
+                Command::new(env!("CARGO_BIN_EXE_actorflow"))
+                    .args(["server", "--cluster", &cluster, "--job", "worker"])
+                    .args(["--task", &t.to_string()])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("the actorflow binary starts"),
+                "listening on",
+            )
+        })
+        .collect();
+    let out = Command::new("timeout")
+        .args(["300", &py])
+        .arg(script("scenarios.py"))
+        .arg(format!("grpc://127.0.0.1:{}", ports[0]))
+        .stderr(Stdio::null())
+        .output()
+        .expect("the scenarios run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS ") || l.starts_with("FAIL "))
+        .collect();
+    let failed: Vec<&&str> = results.iter().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    for name in [
+        "arithmetic",
+        "variables",
+        "control_flow",
+        "queues",
+        "training",
+        "saver",
+        "run_metadata",
+        "callables",
+        "errors",
+        "list_devices",
+        "reset",
+    ] {
+        assert!(
+            results.contains(&format!("PASS {name}").as_str()),
+            "{name} did not run: {stdout}"
+        );
     }
 }

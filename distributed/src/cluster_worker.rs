@@ -830,6 +830,12 @@ impl StepRun {
         let mut error: Option<Status> = None;
         loop {
             tokio::select! {
+                // The deadline first: a step past it timed out, whatever else is ready.
+                biased;
+                d = &mut sleep => {
+                    error = Some(Status::deadline_exceeded(format!("step timed out after {d:?}")));
+                    break;
+                }
                 r = set.join_next() => match r {
                     None => break,
                     Some(Ok(Ok((r, s)))) => {
@@ -837,7 +843,15 @@ impl StepRun {
                         stats.extend(s);
                     }
                     Some(Ok(Err(e))) => {
-                        error = Some(e);
+                        // A task whose own copy of the deadline fired first
+                        // reports the cancellation it caused: the step timed out.
+                        let late = deadline.is_some_and(|(at, _)| tokio::time::Instant::now() >= at);
+                        error = Some(match (late, deadline) {
+                            (true, Some((_, d))) if e.code() == graph::Code::Cancelled => {
+                                Status::deadline_exceeded(format!("step timed out after {d:?}"))
+                            }
+                            _ => e,
+                        });
                         break;
                     }
                     Some(Err(e)) => {
@@ -845,10 +859,6 @@ impl StepRun {
                         break;
                     }
                 },
-                d = &mut sleep => {
-                    error = Some(Status::deadline_exceeded(format!("step timed out after {d:?}")));
-                    break;
-                }
                 a = &mut abort => {
                     error = Some(a.unwrap_or_else(|_| Status::cancelled("the step was abandoned")));
                     break;

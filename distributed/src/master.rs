@@ -271,8 +271,15 @@ impl MasterState {
         r: pb::ExtendSessionRequest,
     ) -> Result<pb::ExtendSessionResponse> {
         let s = self.session(&r.session_handle)?;
+        // The new nodes alone: their inputs may name nodes the session already
+        // has, so the import only converts them, and the session's extend checks
+        // them against the whole graph (all or nothing).
+        let only_convert = ImportOptions {
+            validate: false,
+            ..ImportOptions::default()
+        };
         let g = match &r.graph_def {
-            Some(g) => graph_def_from_tf_proto(g, &ImportOptions::default())?,
+            Some(g) => graph_def_from_tf_proto(g, &only_convert)?,
             None => GraphDef::default(),
         };
         let s2 = Arc::clone(&s);
@@ -445,7 +452,19 @@ impl MasterService for MasterServer {
     }
 
     async fn run_step(&self, r: Request<pb::RunStepRequest>) -> Reply<pb::RunStepResponse> {
-        let r = r.into_inner();
+        // The client's deadline (TensorFlow's sets the call's to the step's
+        // timeout): tonic answers CANCELLED when it passes, so the step ends a
+        // little before it, with DEADLINE_EXCEEDED as TensorFlow reports it.
+        let call_deadline =
+            grpc_timeout(r.metadata()).map(|d| d.saturating_sub(deadline_margin(d)));
+        let mut r = r.into_inner();
+        if let Some(d) = call_deadline {
+            let o = r.options.get_or_insert_with(Default::default);
+            let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1);
+            if o.timeout_in_ms <= 0 || o.timeout_in_ms > ms {
+                o.timeout_in_ms = ms;
+            }
+        }
         let in_body = r.store_errors_in_response_body;
         match self.0.run_step(r).await {
             Ok(resp) => Ok(Response::new(resp)),
@@ -511,5 +530,60 @@ impl MasterService for MasterServer {
         Err(tonic::Status::unimplemented(
             "callables are not supported by this master yet; use RunStep",
         ))
+    }
+}
+
+/// The `grpc-timeout` of a call (`<digits><unit>`, unit one of `HMSmun`).
+fn grpc_timeout(m: &tonic::metadata::MetadataMap) -> Option<Duration> {
+    let v = m.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// How much earlier than the call's deadline a step ends, so that its
+/// answer leaves before the deadline does: 5%, at least 2 ms.
+fn deadline_margin(d: Duration) -> Duration {
+    (d / 20).max(Duration::from_millis(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse_in_every_unit() {
+        let mut m = tonic::metadata::MetadataMap::new();
+        for (v, d) in [
+            ("200m", Duration::from_millis(200)),
+            ("3S", Duration::from_secs(3)),
+            ("2M", Duration::from_secs(120)),
+            ("1H", Duration::from_secs(3600)),
+            ("1500u", Duration::from_micros(1500)),
+            ("99n", Duration::from_nanos(99)),
+        ] {
+            m.insert("grpc-timeout", v.parse().unwrap());
+            assert_eq!(grpc_timeout(&m), Some(d), "{v}");
+        }
+        for bad in ["", "m", "12x", "-1S"] {
+            m.insert("grpc-timeout", bad.parse().unwrap());
+            assert_eq!(grpc_timeout(&m), None, "{bad}");
+        }
+        assert_eq!(
+            deadline_margin(Duration::from_millis(200)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            deadline_margin(Duration::from_millis(10)),
+            Duration::from_millis(2)
+        );
     }
 }

@@ -433,3 +433,40 @@ fn workers_refuse_graphs_from_hosts_outside_their_cluster() {
     // From the cluster's host it is served.
     register("127.0.0.1").unwrap();
 }
+
+#[test]
+fn extend_adds_nodes_that_read_the_sessions_graph() {
+    // ExtendSession carries only the new nodes; their inputs name nodes the
+    // session already has (as TensorFlow's Python client sends them).
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let y = ops::mul(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    let before = s.graph_def().node.len();
+    let z = ops::add(&s, &y, &x).unwrap();
+    let new = GraphDef {
+        node: s.graph_def().node[before..].to_vec(),
+        ..Default::default()
+    };
+    sess.extend(&new).unwrap();
+    let out = sess
+        .run(&[(&x.name(), Tensor::scalar(3.0f32))], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(out[0], Tensor::scalar(12.0f32));
+    // A node reading a node that does not exist, or of an unknown op: refused,
+    // and the session keeps its graph.
+    let mut bad = new.clone();
+    bad.node[0].name = "dangling".into();
+    bad.node[0].input[0] = "nowhere:0".into();
+    let e = sess.extend(&bad).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let mut unknown = new.clone();
+    unknown.node[0].name = "strange".into();
+    unknown.node[0].op = "NoSuchOp".into();
+    assert!(sess.extend(&unknown).is_err());
+    let out = sess
+        .run(&[(&x.name(), Tensor::scalar(2.0f32))], &[&z.name()], &[])
+        .unwrap();
+    assert_eq!(out[0], Tensor::scalar(6.0f32));
+}
