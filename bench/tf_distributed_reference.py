@@ -23,7 +23,9 @@ JSON object keyed by the figure names of ``actorflow bench`` on stdout::
 
 Both servers run in processes of their own (``python -c`` with
 ``tf.distribute.Server(...).join()``), started on free ports of 127.0.0.1 and killed at
-the end. actorflow's bench runs its two servers inside the bench process (tensors still
+the end. With ``--actorflow target/release/actorflow`` the servers are ``actorflow
+server`` processes instead, driven by the same TensorFlow clients: a TensorFlow client
+against an actorflow cluster versus against a TensorFlow cluster, same workloads. actorflow's bench runs its two servers inside the bench process (tensors still
 cross gRPC connections on 127.0.0.1). Never run by CI: it needs TensorFlow.
 """
 
@@ -76,8 +78,23 @@ def free_ports(n):
     return ports
 
 
+ACTORFLOW = None  # --actorflow: the actorflow binary whose servers make the cluster
+
+
+def server_command(spec, job, task):
+    """The command that starts task ``task`` of ``job``, and its ready line."""
+    if ACTORFLOW:
+        flags = []
+        for j, addrs in spec.items():
+            flags += ["--cluster", "%s=%s" % (j, ",".join(addrs))]
+        cmd = [ACTORFLOW, "server", *flags, "--job", job, "--task", str(task)]
+        return cmd, "listening on"
+    return [sys.executable, "-c", SERVER, json.dumps(spec), job, str(task)], "ready"
+
+
 class Cluster:
-    """tf.distribute.Server processes (``jobs``: name -> task count); killed by close()."""
+    """Server processes (``jobs``: name -> task count) -- TensorFlow's, or actorflow's
+    with ``--actorflow`` -- killed by close()."""
 
     def __init__(self, jobs=None):
         jobs = jobs or {"worker": 2}
@@ -90,16 +107,14 @@ class Cluster:
         self.targets = {}
         for job, addrs in spec.items():
             for t, addr in enumerate(addrs):
+                cmd, ready = server_command(spec, job, t)
                 p = subprocess.Popen(
-                    [sys.executable, "-c", SERVER, json.dumps(spec), job, str(t)],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    text=True,
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
                 )
                 self.procs.append(p)
-                if p.stdout.readline().strip() != "ready":
+                if not p.stdout.readline().startswith(ready):
                     self.close()
-                    raise RuntimeError("a TensorFlow server did not start")
+                    raise RuntimeError("a server did not start: %r" % cmd)
                 self.targets[(job, t)] = "grpc://" + addr
         first = next(iter(spec))
         self.target = self.targets[(first, 0)]
@@ -290,7 +305,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--filter", metavar="NAME", help="only figures whose name contains NAME")
     ap.add_argument("--repetitions", type=int, default=5, metavar="N")
+    ap.add_argument(
+        "--actorflow",
+        metavar="BINARY",
+        help="run the same TensorFlow clients against a cluster of this actorflow "
+        "binary's servers instead of TensorFlow's (issue 15's comparison)",
+    )
     args = ap.parse_args(argv)
+    global ACTORFLOW
+    ACTORFLOW = args.actorflow
     if not 1 <= args.repetitions <= 1000:
         ap.error("--repetitions must be in 1..=1000")
     figures = {}

@@ -99,10 +99,11 @@ pub(super) fn build_groups(
     for (id, &r) in root.iter().enumerate() {
         members.entry(r).or_default().push(id);
     }
+    let requests = requested_devices(g);
     let mut candidates = BTreeMap::new();
     let mut errors = BTreeMap::new();
     for (&r, group) in &members {
-        match group_candidates(g, devices, kernels, opts, pinned, group) {
+        match group_candidates(g, devices, kernels, opts, pinned, &requests, group) {
             Ok(c) => {
                 candidates.insert(r, c);
             }
@@ -119,12 +120,73 @@ pub(super) fn build_groups(
     }
 }
 
+/// Each node's requested device, parsed (`None`: no request), as TensorFlow's
+/// placer sees it: a node reading a reference or resource whose producer asks
+/// for a device its own request contradicts takes the producer's request
+/// instead (TensorFlow's "Ignoring device specification … because the input
+/// edge from … is a reference connection"): a `replica_device_setter` puts an
+/// op reading a variable on the worker and the variable on a ps, and the op
+/// follows its variable.
+fn requested_devices(g: &Graph) -> Vec<Result<Option<DeviceName>, Status>> {
+    let n = g.num_nodes();
+    let own: Vec<Result<Option<DeviceName>, Status>> = (0..n)
+        .map(|id| {
+            let node = g.node(id);
+            if node.def.device.is_empty() {
+                return Ok(None);
+            }
+            DeviceName::parse(&node.def.device)
+                .map(Some)
+                .map_err(|e| e.with_node(node.name()))
+        })
+        .collect();
+    // Resolved in an order where producers come first (each node at most once,
+    // so reference cycles through loops end).
+    let mut done = vec![false; n];
+    let mut out = own.clone();
+    for start in 0..n {
+        let mut stack = vec![(start, false)];
+        while let Some((id, ready)) = stack.pop() {
+            if done[id] {
+                continue;
+            }
+            let producers: Vec<usize> = g
+                .in_edges(id)
+                .filter(|e| !e.is_control())
+                .filter(|e| {
+                    g.node(e.src)
+                        .output_type(e.src_output as usize)
+                        .is_some_and(|t| t.is_ref || t.dtype == DType::Resource)
+                })
+                .map(|e| e.src)
+                .collect();
+            if !ready {
+                stack.push((id, true));
+                stack.extend(producers.iter().filter(|&&p| !done[p]).map(|&p| (p, false)));
+                continue;
+            }
+            done[id] = true;
+            let Ok(Some(mine)) = &own[id] else { continue };
+            for p in producers {
+                if let Ok(Some(theirs)) = &out[p] {
+                    if mine.merge(theirs).is_err() {
+                        out[id] = Ok(Some(theirs.clone()));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 fn group_candidates(
     g: &Graph,
     devices: &[DeviceName],
     kernels: &dyn KernelSupport,
     opts: &PlacementOptions,
     pinned: &[Option<usize>],
+    requests: &[Result<Option<DeviceName>, Status>],
     members: &[NodeId],
 ) -> Result<Vec<usize>, Status> {
     let available = || -> String {
@@ -162,11 +224,12 @@ fn group_candidates(
     let mut conflict = None;
     for &m in members {
         let node = g.node(m);
-        if node.def.device.is_empty() {
-            continue;
-        }
-        let d = DeviceName::parse(&node.def.device).map_err(|e| e.with_node(node.name()))?;
-        match spec.merge(&d) {
+        let d = match &requests[m] {
+            Ok(Some(d)) => d,
+            Ok(None) => continue,
+            Err(e) => return Err(e.clone()),
+        };
+        match spec.merge(d) {
             Ok(s) => {
                 spec = s;
                 spec_from.get_or_insert(node.name());

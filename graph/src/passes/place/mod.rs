@@ -233,6 +233,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_of_a_variable_follows_it_over_its_own_request() {
+        // As TensorFlow's placer does ("Ignoring device specification … because
+        // the input edge … is a reference connection"): replica_device_setter
+        // puts the variable on one device and ops reading it on another.
+        let s = Scope::new();
+        let init = ops::constant(&s, Tensor::scalar(1.0f32)).unwrap();
+        let v = ops::Variable::new(&s.with_device("/device:CPU:1"), "v", &init, true).unwrap();
+        let on0 = s.with_device("/device:CPU:0");
+        let read = ops::identity(&on0.colocate_with(v.var.op()), &v.var).unwrap();
+        let plain = ops::add(&on0, &v.value, &v.value).unwrap();
+        let g = graph(&s);
+        let p = place(&g, &devices(2), &AllKernels, &PlacementOptions::default()).unwrap();
+        assert_eq!(p[g.find(read.op().name()).unwrap()], 1);
+        // An op reading the variable's value (not the reference) keeps its request.
+        assert_eq!(p[g.find(plain.op().name()).unwrap()], 0);
+    }
+
+    #[test]
     fn impossible_constraints_are_errors_unless_soft() {
         let s = Scope::new();
         let a = ops::constant(&s.with_device("/device:CPU:9"), Tensor::scalar(1.0f32)).unwrap();
