@@ -47,6 +47,14 @@ fn script(name: &str) -> String {
     format!("{}/tests/tf_interop/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `n` ports of 127.0.0.1 free a moment ago.
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
 /// Waits for `child`'s first line of output and checks it starts with `ready`.
 fn wait_ready(mut child: Child, ready: &str) -> Proc {
     let out = child.stdout.take().expect("stdout");
@@ -60,12 +68,7 @@ fn wait_ready(mut child: Child, ready: &str) -> Proc {
 /// Runs the client against a cluster whose task `af_task` is actorflow's and the
 /// other TensorFlow's.
 fn mixed(py: &str, af_task: usize) {
-    let ports: Vec<u16> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
+    let ports = free_ports(2);
     let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let tf_task = 1 - af_task;
     let _af = wait_ready(
@@ -130,12 +133,7 @@ fn a_tensorflow_client_drives_an_actorflow_cluster() {
     let Some(py) = python() else {
         return;
     };
-    let ports: Vec<u16> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
+    let ports = free_ports(2);
     let cluster = format!("worker=127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
     let _servers: Vec<Proc> = (0..2)
         .map(|t| {

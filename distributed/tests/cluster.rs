@@ -4,46 +4,14 @@
 
 use std::time::Duration;
 
-use actorflow_distributed::{ClusterSpec, Connect, Server, ServerOptions};
+mod common;
+use common::Cluster;
+
+use actorflow_distributed::{Connect, Server, ServerOptions};
 use actors::{RunOptions, Session, SessionOptions, TraceLevel};
 use graph::builder::{cond, while_loop, Scope, WhileOptions};
 use graph::ops::{self, QueueOptions};
 use graph::{Code, DType, GraphDef, Shape, Tensor};
-
-/// Servers of `jobs` (name, tasks), each with `devices` CPUs.
-pub struct Cluster {
-    pub servers: Vec<Server>,
-    pub spec: ClusterSpec,
-}
-
-impl Cluster {
-    pub fn start(jobs: &[(&str, usize)], devices: usize) -> Cluster {
-        let mut listeners = Vec::new();
-        let mut spec = ClusterSpec::new();
-        for (job, n) in jobs {
-            let mut addrs = Vec::new();
-            for t in 0..*n {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                addrs.push(l.local_addr().unwrap().to_string());
-                listeners.push((job.to_string(), t as u32, l));
-            }
-            spec = spec.with_job(job, &addrs).unwrap();
-        }
-        let servers = listeners
-            .into_iter()
-            .map(|(job, task, l)| {
-                let mut o = ServerOptions::new(spec.clone(), &job, task);
-                o.cpu_devices = devices;
-                Server::start_with_listener(o, l).unwrap()
-            })
-            .collect();
-        Cluster { servers, spec }
-    }
-
-    pub fn target(&self, i: usize) -> String {
-        self.servers[i].target()
-    }
-}
 
 fn local(gd: &GraphDef, feeds: &[(&str, Tensor)], fetches: &[&str]) -> Vec<Tensor> {
     let mut g = gd.clone();

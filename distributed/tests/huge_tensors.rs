@@ -4,29 +4,18 @@
 //! and in order (values read at the chunk boundaries and at the end). A test
 //! binary of its own: it holds about 5 GiB while it runs.
 
-use actorflow_distributed::{ClusterSpec, Connect, Server, ServerOptions};
+use actorflow_distributed::Connect;
 use actors::{Session, SessionOptions};
 use graph::builder::Scope;
 use graph::{ops, Tensor};
 
+mod common;
+use common::Cluster;
+
 #[test]
 fn a_tensor_over_2_gib_crosses_tasks_in_chunks() {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<String> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().to_string())
-        .collect();
-    let spec = ClusterSpec::new().with_job("worker", &addrs).unwrap();
-    let servers: Vec<Server> = listeners
-        .into_iter()
-        .enumerate()
-        .map(|(t, l)| {
-            Server::start_with_listener(ServerOptions::new(spec.clone(), "worker", t as u32), l)
-                .unwrap()
-        })
-        .collect();
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let servers = &c.servers;
 
     // 0, 1, 2, … on task 1: 9 × 2^26 int32 = 2.25 GiB.
     let n: i32 = 9 << 26;

@@ -12,6 +12,9 @@ use graph::builder::Scope;
 use graph::{ops, Code, DType, GraphDef, Shape, Tensor};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
+mod common;
+use common::Cluster;
+
 /// A certificate authority that signs certificates for 127.0.0.1.
 struct Ca {
     issuer: CertifiedIssuer<'static, KeyPair>,
@@ -39,23 +42,7 @@ impl Ca {
 
 /// Two worker tasks on free ports of 127.0.0.1, each with `tls(task)`.
 fn cluster(tls: impl Fn(u32) -> Option<Tls>) -> Vec<Server> {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<String> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().to_string())
-        .collect();
-    let spec = ClusterSpec::new().with_job("worker", &addrs).unwrap();
-    listeners
-        .into_iter()
-        .enumerate()
-        .map(|(t, l)| {
-            let mut o = ServerOptions::new(spec.clone(), "worker", t as u32);
-            o.peer_options.tls = tls(t as u32);
-            Server::start_with_listener(o, l).unwrap()
-        })
-        .collect()
+    Cluster::start_with(&[("worker", 2)], |o| o.peer_options.tls = tls(o.task)).servers
 }
 
 fn client(tls: Option<Tls>) -> ClientOptions {
