@@ -38,8 +38,8 @@ pub use rendezvous;
 
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
 pub use actors::{
-    CompiledStep, RunMetadata, RunOptions, RunOutput, RunRequest, Runtime, RuntimeOptions, Session,
-    SessionBackend, SessionOptions, TraceLevel,
+    CompiledStep, PartialRun, RunMetadata, RunOptions, RunOutput, RunRequest, Runtime,
+    RuntimeOptions, Session, SessionBackend, SessionOptions, TraceLevel,
 };
 pub use distributed::{ClusterSpec, Connect, Server, ServerOptions};
 pub use graph::builder::{Operation, Output, Scope};

@@ -176,6 +176,7 @@ impl TwoLevel {
                         node: nodes.clone(),
                         ..Default::default()
                     },
+                    ..Default::default()
                 })
                 .unwrap();
             pieces.push(Piece {

@@ -82,7 +82,10 @@ fn feeds_and_fetches_travel_by_rendezvous_key() {
     .unwrap();
     let w = worker(&rt);
     let reg = w
-        .register_graph(RegisterGraphRequest { graph: piece() })
+        .register_graph(RegisterGraphRequest {
+            graph: piece(),
+            ..Default::default()
+        })
         .unwrap();
     assert_eq!(reg.partitions.len(), 2, "the worker partitions by device");
     assert_eq!(reg.transfers, 2, "x to CPU:1 and y back");
@@ -147,7 +150,10 @@ fn a_step_is_aborted_from_outside_or_by_its_deadline() {
     .unwrap();
     let w = worker(&rt);
     let reg = w
-        .register_graph(RegisterGraphRequest { graph: piece() })
+        .register_graph(RegisterGraphRequest {
+            graph: piece(),
+            ..Default::default()
+        })
         .unwrap();
     // Nothing is sent for x: the step waits until it is aborted.
     let rx = w
@@ -189,13 +195,19 @@ fn unknown_handles_and_foreign_devices_are_clear_errors() {
     let mut g = piece();
     g.node[1].device = "/job:ps/replica:0/task:3/device:CPU:0".into();
     let e = w
-        .register_graph(RegisterGraphRequest { graph: g })
+        .register_graph(RegisterGraphRequest {
+            graph: g,
+            ..Default::default()
+        })
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     assert_eq!(e.node(), Some("y"), "{e}");
 
     let reg = w
-        .register_graph(RegisterGraphRequest { graph: piece() })
+        .register_graph(RegisterGraphRequest {
+            graph: piece(),
+            ..Default::default()
+        })
         .unwrap();
     w.deregister_graph(&reg.handle).unwrap();
     let e = w

@@ -33,5 +33,5 @@ pub use runtime::{Runtime, RuntimeOptions};
 pub use session::state::{CompiledStep, SessionOptions};
 #[cfg(feature = "runtime")]
 pub use session::{
-    RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
+    PartialRun, RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
 };

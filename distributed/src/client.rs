@@ -136,6 +136,46 @@ impl GrpcSession {
         Ok(())
     }
 
+    /// One `RunStep`: a whole step, or a call of the partial run `partial`.
+    fn step(
+        &self,
+        request: RunRequest,
+        partial: Option<String>,
+    ) -> CompletionReceiver<Result<RunOutput>> {
+        let (tx, rx) = completion();
+        if let Err(e) = self.check_open() {
+            tx.complete(Err(e));
+            return rx;
+        }
+        let rt = match client_runtime() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tx.complete(Err(e));
+                return rx;
+            }
+        };
+        let traced = request.options.trace_level == TraceLevel::FullTrace;
+        let mut req = self.step_request(&request);
+        req.partial_run_handle = partial.unwrap_or_default();
+        let timeout = request.options.timeout.or(self.options.default_timeout);
+        let mut c = self.client.clone();
+        let t = self.target.clone();
+        rt.spawn(async move {
+            let f = c.run_step(req);
+            // The master enforces the step's deadline; the client's own bound is a
+            // little longer, for a master that cannot answer at all.
+            let r = match timeout {
+                Some(d) => bounded(d + Duration::from_secs(5), "RunStep", &t, f).await,
+                None => f
+                    .await
+                    .map(|r| r.into_inner())
+                    .map_err(|s| wire::from_grpc(&s, &t)),
+            };
+            tx.complete(r.and_then(|r| output_of(r, traced)));
+        });
+        rx
+    }
+
     fn step_request(&self, r: &RunRequest) -> pb::RunStepRequest {
         let timeout = r.options.timeout.or(self.options.default_timeout);
         pb::RunStepRequest {
@@ -216,37 +256,46 @@ impl SessionBackend for GrpcSession {
     }
 
     fn run(&self, request: RunRequest) -> CompletionReceiver<Result<RunOutput>> {
+        self.step(request, None)
+    }
+
+    fn partial_run_setup(
+        &self,
+        feeds: &[String],
+        fetches: &[String],
+        targets: &[String],
+    ) -> CompletionReceiver<Result<String>> {
         let (tx, rx) = completion();
-        if let Err(e) = self.check_open() {
-            tx.complete(Err(e));
-            return rx;
-        }
-        let rt = match client_runtime() {
+        let rt = match self.check_open().and_then(|_| client_runtime()) {
             Ok(rt) => rt,
             Err(e) => {
                 tx.complete(Err(e));
                 return rx;
             }
         };
-        let traced = request.options.trace_level == TraceLevel::FullTrace;
-        let req = self.step_request(&request);
-        let timeout = request.options.timeout.or(self.options.default_timeout);
+        let req = pb::PartialRunSetupRequest {
+            session_handle: self.handle.clone(),
+            feed: feeds.to_vec(),
+            fetch: fetches.to_vec(),
+            target: targets.to_vec(),
+            ..Default::default()
+        };
         let mut c = self.client.clone();
+        let d = self.client_options.rpc_timeout;
         let t = self.target.clone();
         rt.spawn(async move {
-            let f = c.run_step(req);
-            // The master enforces the step's deadline; the client's own bound is a
-            // little longer, for a master that cannot answer at all.
-            let r = match timeout {
-                Some(d) => bounded(d + Duration::from_secs(5), "RunStep", &t, f).await,
-                None => f
-                    .await
-                    .map(|r| r.into_inner())
-                    .map_err(|s| wire::from_grpc(&s, &t)),
-            };
-            tx.complete(r.and_then(|r| output_of(r, traced)));
+            let r = bounded(d, "PartialRunSetup", &t, c.partial_run_setup(req)).await;
+            tx.complete(r.map(|r| r.partial_run_handle));
         });
         rx
+    }
+
+    fn partial_run(
+        &self,
+        handle: &str,
+        request: RunRequest,
+    ) -> CompletionReceiver<Result<RunOutput>> {
+        self.step(request, Some(handle.to_owned()))
     }
 
     fn close(&self) -> Result<()> {

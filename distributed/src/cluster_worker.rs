@@ -20,7 +20,7 @@
 //! receives waiting for it), and a transport failure or a missed deadline is an
 //! error within a bound, never a hang.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -28,10 +28,11 @@ use std::time::Duration;
 use actors::stats::StatsCollector;
 use actors::step::StepResult;
 use actors::worker::{
-    LocalWorker, RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface,
+    LocalWorker, PartialCall, RegisterGraphRequest, RegisteredGraph, RunGraphRequest,
+    WorkerInterface,
 };
-use graph::passes::partition::{partition_by_location, PartitionDevice};
-use graph::{DType, Graph, GraphDef, NodeDef, OpRegistry, Result, Status, Tensor};
+use graph::passes::partition::{client_terminated, partition_by_location, PartitionDevice};
+use graph::{Graph, GraphDef, NodeDef, OpRegistry, Result, Status, Tensor};
 use proto::tensorflow as pb;
 use rendezvous::{completion, CompletionReceiver, FrameIter, ParsedKey};
 
@@ -122,6 +123,8 @@ pub struct ClusterWorker {
     pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
     next_handle: AtomicU64,
     running: Arc<Running>,
+    /// Partial runs started and not yet ended, by step id.
+    partials: Arc<Mutex<HashSet<u64>>>,
     on_cleanup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// Dropped (with the session) to stop the health checks.
     _health: Option<tokio::sync::oneshot::Sender<()>>,
@@ -289,6 +292,7 @@ impl ClusterWorker {
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             running,
+            partials: Arc::default(),
             on_cleanup: Mutex::new(None),
             _health: health,
         })
@@ -363,38 +367,21 @@ impl ClusterWorker {
                 }
             }
         }
+        let located = |device: &str| PartitionDevice {
+            name: device.to_owned(),
+            incarnation: self
+                .by_name
+                .get(device)
+                .map_or(self.client_device.incarnation, |&i| {
+                    self.devices[i].incarnation
+                }),
+        };
         let key = |device: &str, name: &str| -> Result<String> {
-            let inc = self
-                .by_name
-                .get(device)
-                .map_or(self.client_device.incarnation, |&i| {
-                    self.devices[i].incarnation
-                });
-            Ok(ParsedKey::new(device, inc, device, name)?.full_key(FrameIter::ROOT))
+            let d = located(device);
+            Ok(ParsedKey::new(&d.name, d.incarnation, &d.name, name)?.full_key(FrameIter::ROOT))
         };
-        let transfer = |op: &str, n: &NodeDef, name: &str, device: &str| -> Result<NodeDef> {
-            let t: DType = n.get_attr("T")?;
-            let inc = self
-                .by_name
-                .get(device)
-                .map_or(self.client_device.incarnation, |&i| {
-                    self.devices[i].incarnation
-                });
-            let mut d = NodeDef::new(name.to_owned(), op)
-                .with_attr("tensor_name", name.to_owned())
-                .with_attr("send_device", device.to_owned())
-                .with_attr("send_device_incarnation", inc as i64)
-                .with_attr("recv_device", device.to_owned())
-                .with_attr("client_terminated", true)
-                .with_device(device.to_owned());
-            if op == "_Recv" {
-                d = d.with_attr("tensor_type", t);
-            } else {
-                d = d.with_attr("T", t);
-                d.input.clone_from(&n.input);
-            }
-            Ok(d)
-        };
+        let transfer =
+            |n: &NodeDef, name: &str, device: &str| client_terminated(n, name, &located(device));
         let mut args: Vec<ArgKey> = Vec::new();
         let mut rets: Vec<(i64, TaskKey)> = Vec::new();
         let mut nodes = gd.node.clone();
@@ -410,7 +397,7 @@ impl ClusterWorker {
                     if uses.is_empty() {
                         let d = self.client_device.name.clone();
                         args.push((index, self.client_task, key(&d, &n.name)?));
-                        nodes[i] = transfer("_Recv", n, &n.name, &d)?;
+                        nodes[i] = transfer(n, &n.name, &d)?;
                         continue;
                     }
                     for (k, (task, device, users)) in uses.into_iter().enumerate() {
@@ -420,7 +407,7 @@ impl ClusterWorker {
                             format!("{}/_feed_task_{task}", n.name)
                         };
                         args.push((index, task, key(&device, &name)?));
-                        let recv = transfer("_Recv", n, &name, &device)?;
+                        let recv = transfer(n, &name, &device)?;
                         if k == 0 {
                             nodes[i] = recv;
                             continue;
@@ -443,7 +430,7 @@ impl ClusterWorker {
                     let d = &placed[&n.name];
                     let t = task_of(d).unwrap_or(self.client_task);
                     rets.push((n.get_attr("index")?, (t, key(d, &n.name)?)));
-                    nodes[i] = transfer("_Send", n, &n.name, d)?;
+                    nodes[i] = transfer(n, &n.name, d)?;
                 }
                 _ => {}
             }
@@ -487,6 +474,115 @@ impl ClusterWorker {
     }
 }
 
+impl ClusterWorker {
+    /// Runs `calls` as one call of the step of `req` (`partial`: of a partial
+    /// run, and whether it is the last); the result's `retvals` are the values
+    /// under `keys`, in order. `ended` runs when the call has finished.
+    fn launch(
+        &self,
+        req: RunGraphRequest,
+        partial: Option<bool>,
+        calls: Vec<TaskCall>,
+        keys: Vec<String>,
+        ended: Option<Box<dyn FnOnce(&StepResult) + Send>>,
+    ) -> CompletionReceiver<StepResult> {
+        let step_id = req.step_id;
+        let (tx, rx) = completion();
+        let (abort_tx, abort_rx) = tokio::sync::oneshot::channel();
+        self.running.steps().insert(step_id, abort_tx);
+        let run = StepRun {
+            session_handle: self.session_handle.clone(),
+            step_id,
+            collect_stats: req.collect_stats,
+            timeout: req.timeout,
+            rpc_timeout: self.options.rpc_timeout,
+            span: req.span,
+            partial,
+        };
+        let running = Arc::clone(&self.running);
+        self.runtime.spawn(async move {
+            let mut result = run.run(calls, abort_rx).await;
+            running.steps().remove(&step_id);
+            if result.status.is_ok() {
+                let mut got: HashMap<String, Option<Tensor>> =
+                    std::mem::take(&mut result.recvs).into_iter().collect();
+                result.retvals = keys.iter().map(|k| got.remove(k).flatten()).collect();
+            }
+            if let Some(f) = ended {
+                f(&result);
+            }
+            tx.complete(result);
+        });
+        rx
+    }
+
+    /// One call of a partial run: to every task when it starts or ends the run,
+    /// else to the tasks it feeds or fetches from.
+    fn run_partial(
+        &self,
+        piece: &Piece,
+        req: RunGraphRequest,
+        call: PartialCall,
+    ) -> Result<CompletionReceiver<StepResult>> {
+        let step_id = req.step_id;
+        let mut keys = Vec::with_capacity(call.fetches.len());
+        for i in &call.fetches {
+            let (_, k) = piece.retval_keys.get(*i).ok_or_else(|| {
+                Status::invalid_argument(format!("the partial run has no fetch {i}"))
+            })?;
+            keys.push(k.clone());
+        }
+        if let Some((i, _)) = call.feeds.iter().find(|(i, _)| *i >= piece.args) {
+            return Err(Status::invalid_argument(format!(
+                "the partial run has no feed {i}"
+            )));
+        }
+        let first = self
+            .partials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(step_id);
+        let calls: Vec<TaskCall> = piece
+            .per_task
+            .iter()
+            .map(|(t, h)| TaskCall {
+                task: self.tasks[*t].clone(),
+                handle: h.clone(),
+                sends: piece
+                    .arg_keys
+                    .iter()
+                    .filter(|(_, task, _)| task == t)
+                    .filter_map(|(i, _, k)| {
+                        let (_, v) = call.feeds.iter().find(|(j, _)| j == i)?;
+                        Some((k.clone(), v.clone()))
+                    })
+                    .collect(),
+                recv_keys: call
+                    .fetches
+                    .iter()
+                    .map(|i| &piece.retval_keys[*i])
+                    .filter(|(task, _)| task == t)
+                    .map(|(_, k)| k.clone())
+                    .collect(),
+            })
+            .filter(|c| first || call.last || !c.sends.is_empty() || !c.recv_keys.is_empty())
+            .collect();
+        // The run ends with its last call, or with a failed one (whose tasks
+        // were told).
+        let partials = Arc::clone(&self.partials);
+        let last = call.last;
+        let ended: Box<dyn FnOnce(&StepResult) + Send> = Box::new(move |r| {
+            if last || r.status.is_err() {
+                partials
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&step_id);
+            }
+        });
+        Ok(self.launch(req, Some(last), calls, keys, Some(ended)))
+    }
+}
+
 impl WorkerInterface for ClusterWorker {
     fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
         let args = req.graph.node.iter().filter(|n| n.op == "_Arg").count();
@@ -518,6 +614,7 @@ impl WorkerInterface for ClusterWorker {
                 Link::Local(w) => {
                     let h = w.register_graph(RegisterGraphRequest {
                         graph: piece.clone(),
+                        ..Default::default()
                     });
                     match h {
                         Ok(h) => per_task.push((task, h.handle.to_string())),
@@ -600,15 +697,8 @@ impl WorkerInterface for ClusterWorker {
         })
     }
 
-    fn run_graph(&self, req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
+    fn run_graph(&self, mut req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
         let piece = self.piece(&req.handle)?;
-        if req.args.len() != piece.args {
-            return Err(Status::invalid_argument(format!(
-                "expected {} feeds, got {}",
-                piece.args,
-                req.args.len()
-            )));
-        }
         if let Some(e) = &*self
             .running
             .failed
@@ -617,10 +707,16 @@ impl WorkerInterface for ClusterWorker {
         {
             return Err(e.clone());
         }
-        let step_id = req.step_id;
-        let (tx, rx) = completion();
-        let (abort_tx, abort_rx) = tokio::sync::oneshot::channel();
-        self.running.steps().insert(step_id, abort_tx);
+        if let Some(call) = req.partial.take() {
+            return self.run_partial(&piece, req, call);
+        }
+        if req.args.len() != piece.args {
+            return Err(Status::invalid_argument(format!(
+                "expected {} feeds, got {}",
+                piece.args,
+                req.args.len()
+            )));
+        }
         let calls: Vec<TaskCall> = piece
             .per_task
             .iter()
@@ -641,30 +737,8 @@ impl WorkerInterface for ClusterWorker {
                     .collect(),
             })
             .collect();
-        let run = StepRun {
-            session_handle: self.session_handle.clone(),
-            step_id,
-            collect_stats: req.collect_stats,
-            timeout: req.timeout,
-            rpc_timeout: self.options.rpc_timeout,
-            span: req.span,
-        };
-        let retval_keys = piece.retval_keys.clone();
-        let running = Arc::clone(&self.running);
-        self.runtime.spawn(async move {
-            let mut result = run.run(calls, abort_rx).await;
-            running.steps().remove(&step_id);
-            if result.status.is_ok() {
-                let mut got: HashMap<String, Option<Tensor>> =
-                    std::mem::take(&mut result.recvs).into_iter().collect();
-                result.retvals = retval_keys
-                    .iter()
-                    .map(|(_, k)| got.remove(k).flatten())
-                    .collect();
-            }
-            tx.complete(result);
-        });
-        Ok(rx)
+        let keys: Vec<String> = piece.retval_keys.iter().map(|(_, k)| k.clone()).collect();
+        Ok(self.launch(req, None, calls, keys, None))
     }
 
     fn abort_step(&self, step_id: u64, status: Status) {
@@ -674,8 +748,36 @@ impl WorkerInterface for ClusterWorker {
         }
     }
 
-    fn cleanup_step(&self, _step_id: u64) {
-        // Every run ends its step on every task itself.
+    fn cleanup_step(&self, step_id: u64) {
+        // Every whole run ends its step on every task itself; an abandoned
+        // partial run is ended here.
+        let partial = self
+            .partials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&step_id);
+        if !partial {
+            return;
+        }
+        let status = Status::cancelled("the partial run was abandoned");
+        for t in &self.tasks {
+            match &t.link {
+                Link::Local(w) => {
+                    w.abort_step(step_id, status.clone());
+                    w.cleanup_step(step_id);
+                }
+                Link::Remote(c) => {
+                    let mut c = c.clone();
+                    let req = pb::CleanupGraphRequest {
+                        step_id: step_id as i64,
+                    };
+                    let d = self.options.rpc_timeout;
+                    self.runtime.spawn(async move {
+                        let _ = tokio::time::timeout(d, c.cleanup_graph(req)).await;
+                    });
+                }
+            }
+        }
     }
 
     fn deregister_graph(&self, handle: &str) -> Result<()> {
@@ -735,6 +837,8 @@ struct StepRun {
     timeout: Option<Duration>,
     rpc_timeout: Duration,
     span: Option<tracing::Span>,
+    /// A call of a partial run, and whether it is the last.
+    partial: Option<bool>,
 }
 
 impl StepRun {
@@ -748,6 +852,10 @@ impl StepRun {
                     recv_keys: c.recv_keys,
                     collect_stats: self.collect_stats,
                     span: self.span.clone(),
+                    partial: self.partial.map(|last| PartialCall {
+                        last,
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 })?;
                 let r = rx.await.ok_or_else(|| {
@@ -768,6 +876,8 @@ impl StepRun {
                     }),
                     send: c.sends.iter().map(|(k, t)| wire::named(k, t)).collect(),
                     recv_key: c.recv_keys,
+                    is_partial: self.partial.is_some(),
+                    is_last_partial_run: self.partial == Some(true),
                     store_errors_in_response_body: true,
                     ..Default::default()
                 };
@@ -875,6 +985,15 @@ impl StepRun {
                 }
             }
             while set.join_next().await.is_some() {}
+        }
+        // A partial run's step lives on between its calls.
+        if error.is_none() && this.partial == Some(false) {
+            return StepResult {
+                status: Ok(()),
+                retvals: Vec::new(),
+                stats,
+                recvs,
+            };
         }
         for t in &tasks {
             match &t.link {

@@ -1,6 +1,7 @@
 //! The master half of a server: TensorFlow's `MasterService`
 //! (`CreateSession`/`ExtendSession`/`RunStep`/`CloseSession`/`ListDevices`/
-//! `Reset`).
+//! `Reset`, partial runs through `PartialRunSetup` and `RunStep`, and callables
+//! through `MakeCallable`/`RunCallable`/`ReleaseCallable`).
 //!
 //! A master session is the same session actor a local [`Session`] runs (the same
 //! pruning, placement and per-signature cache), placing on every device of the
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actors::{RunOptions, RunRequest, Runtime, Session, SessionOptions, TraceLevel};
+use actors::{PartialRun, RunOptions, RunRequest, Runtime, Session, SessionOptions, TraceLevel};
 use graph::import::{graph_def_from_tf_proto, ImportOptions};
 use graph::passes::partition::PartitionDevice;
 use graph::{DeviceName, GraphDef, Result, Status};
@@ -36,6 +37,47 @@ struct MasterSession {
     session: Session,
     devices: Vec<pb::DeviceAttributes>,
     version: AtomicI64,
+    /// Partial runs set up and not yet finished, by handle.
+    partial_runs: Mutex<HashMap<String, Arc<PartialRun>>>,
+    /// Callables made and not yet released, by handle.
+    callables: Mutex<HashMap<i64, Arc<pb::CallableOptions>>>,
+    next_handle: AtomicI64,
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A step's options as the client sent them.
+fn run_options(o: &pb::RunOptions) -> RunOptions {
+    RunOptions {
+        timeout: (o.timeout_in_ms > 0).then(|| Duration::from_millis(o.timeout_in_ms as u64)),
+        trace_level: if o.trace_level > 0 {
+            TraceLevel::FullTrace
+        } else {
+            TraceLevel::NoTrace
+        },
+    }
+}
+
+/// What a traced step recorded, as TensorFlow's `RunMetadata`.
+fn metadata_of(m: &actors::RunMetadata, partition_graphs: bool) -> pb::RunMetadata {
+    pb::RunMetadata {
+        step_stats: Some(crate::stats::step_stats_to_proto(&m.step_stats)),
+        partition_graphs: if partition_graphs {
+            m.partition_graphs
+                .iter()
+                .map(|(_, g)| graph::import::graph_def_to_tf_proto(g))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    }
 }
 
 /// The master of a server; see the module docs.
@@ -257,6 +299,9 @@ impl MasterState {
                     session,
                     devices: attrs,
                     version: AtomicI64::new(0),
+                    partial_runs: Mutex::default(),
+                    callables: Mutex::default(),
+                    next_handle: AtomicI64::new(1),
                 }),
             );
         tracing::debug!(session = %handle, "master session created");
@@ -292,10 +337,10 @@ impl MasterState {
     }
 
     async fn run_step(&self, r: pb::RunStepRequest) -> Result<pb::RunStepResponse> {
-        if !r.partial_run_handle.is_empty() {
-            return Err(Status::unimplemented("partial runs are not supported yet"));
-        }
         let s = self.session(&r.session_handle)?;
+        if !r.partial_run_handle.is_empty() {
+            return self.partial_run(&s, r).await;
+        }
         let mut req = RunRequest::new();
         for f in &r.feed {
             req = req.feed(&f.name, wire::tensor_of(f.tensor.as_ref(), &f.name)?);
@@ -303,34 +348,141 @@ impl MasterState {
         req.fetches.clone_from(&r.fetch);
         req.targets.clone_from(&r.target);
         let o = r.options.clone().unwrap_or_default();
-        req.options = RunOptions {
-            timeout: (o.timeout_in_ms > 0).then(|| Duration::from_millis(o.timeout_in_ms as u64)),
-            trace_level: if o.trace_level > 0 {
-                TraceLevel::FullTrace
-            } else {
-                TraceLevel::NoTrace
-            },
-        };
+        req.options = run_options(&o);
         let out = s.session.run_async(req).await?;
         let mut resp = pb::RunStepResponse::default();
         for (name, t) in r.fetch.iter().zip(&out.outputs) {
             resp.tensor.push(wire::named(name, t));
         }
         if let Some(m) = &out.metadata {
-            resp.metadata = Some(pb::RunMetadata {
-                step_stats: Some(crate::stats::step_stats_to_proto(&m.step_stats)),
-                partition_graphs: if o.output_partition_graphs {
-                    m.partition_graphs
-                        .iter()
-                        .map(|(_, g)| graph::import::graph_def_to_tf_proto(g))
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-                ..Default::default()
-            });
+            resp.metadata = Some(metadata_of(m, o.output_partition_graphs));
         }
         Ok(resp)
+    }
+
+    async fn partial_run_setup(
+        &self,
+        r: pb::PartialRunSetupRequest,
+    ) -> Result<pb::PartialRunSetupResponse> {
+        let s = self.session(&r.session_handle)?;
+        let run = s
+            .session
+            .partial_run_setup_async(&refs(&r.feed), &refs(&r.fetch), &refs(&r.target))
+            .await?;
+        let handle = s.next_handle.fetch_add(1, Ordering::Relaxed).to_string();
+        if !run.is_finished() {
+            lock(&s.partial_runs).insert(handle.clone(), Arc::new(run));
+        }
+        Ok(pb::PartialRunSetupResponse {
+            partial_run_handle: handle,
+        })
+    }
+
+    /// One call of a partial run; the run is forgotten once it has finished.
+    async fn partial_run(
+        &self,
+        s: &MasterSession,
+        r: pb::RunStepRequest,
+    ) -> Result<pb::RunStepResponse> {
+        let run = lock(&s.partial_runs)
+            .get(&r.partial_run_handle)
+            .cloned()
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "Must run 'setup' before performing partial runs! (no partial run {})",
+                    r.partial_run_handle
+                ))
+            })?;
+        let feeds = r
+            .feed
+            .iter()
+            .map(|f| Ok((f.name.clone(), wire::tensor_of(f.tensor.as_ref(), &f.name)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let out = run.run_async(feeds, r.fetch.clone()).await;
+        if run.is_finished() {
+            lock(&s.partial_runs).remove(&r.partial_run_handle);
+        }
+        Ok(pb::RunStepResponse {
+            tensor: r
+                .fetch
+                .iter()
+                .zip(&out?)
+                .map(|(name, t)| wire::named(name, t))
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    async fn make_callable(&self, r: pb::MakeCallableRequest) -> Result<pb::MakeCallableResponse> {
+        let s = self.session(&r.session_handle)?;
+        let o = r.options.unwrap_or_default();
+        if !o.tensor_connection.is_empty() {
+            return Err(Status::unimplemented(
+                "MakeCallable: tensor_connection is not supported; feed the tensor instead",
+            ));
+        }
+        // Compiled now, so that a bad signature fails here and the first run is fast.
+        let session = s.session.clone();
+        let (feeds, fetches, targets) = (o.feed.clone(), o.fetch.clone(), o.target.clone());
+        tokio::task::spawn_blocking(move || {
+            session
+                .compiled_step(&refs(&feeds), &refs(&fetches), &refs(&targets))
+                .map(|_| ())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("MakeCallable: {e}")))??;
+        let handle = s.next_handle.fetch_add(1, Ordering::Relaxed);
+        lock(&s.callables).insert(handle, Arc::new(o));
+        Ok(pb::MakeCallableResponse { handle })
+    }
+
+    async fn run_callable(&self, r: pb::RunCallableRequest) -> Result<pb::RunCallableResponse> {
+        let s = self.session(&r.session_handle)?;
+        let o = lock(&s.callables).get(&r.handle).cloned().ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "Attempted to run callable {} that was not found in session {}",
+                r.handle, r.session_handle
+            ))
+        })?;
+        if r.feed.len() != o.feed.len() {
+            return Err(Status::invalid_argument(format!(
+                "Invalid number of feed values for callable {}: expected {}, got {}",
+                r.handle,
+                o.feed.len(),
+                r.feed.len()
+            )));
+        }
+        let mut req = RunRequest::new();
+        for (name, t) in o.feed.iter().zip(&r.feed) {
+            req = req.feed(name, wire::tensor_of(Some(t), name)?);
+        }
+        req.fetches.clone_from(&o.fetch);
+        req.targets.clone_from(&o.target);
+        let ro = o.run_options.clone().unwrap_or_default();
+        req.options = run_options(&ro);
+        let out = s.session.run_async(req).await?;
+        Ok(pb::RunCallableResponse {
+            fetch: out
+                .outputs
+                .iter()
+                .map(graph::import::tensor_to_content_proto)
+                .collect(),
+            metadata: out
+                .metadata
+                .as_ref()
+                .map(|m| metadata_of(m, ro.output_partition_graphs)),
+        })
+    }
+
+    fn release_callable(&self, r: &pb::ReleaseCallableRequest) -> Result<()> {
+        let s = self.session(&r.session_handle)?;
+        let removed = lock(&s.callables).remove(&r.handle);
+        removed.map(|_| ()).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "Attempted to release callable {} that was not found in session {}",
+                r.handle, r.session_handle
+            ))
+        })
     }
 
     async fn close_session(&self, handle: &str) -> Result<()> {
@@ -444,11 +596,9 @@ impl MasterService for MasterServer {
 
     async fn partial_run_setup(
         &self,
-        _: Request<pb::PartialRunSetupRequest>,
+        r: Request<pb::PartialRunSetupRequest>,
     ) -> Reply<pb::PartialRunSetupResponse> {
-        Err(tonic::Status::unimplemented(
-            "partial runs are not supported by this master yet",
-        ))
+        reply(self.0.partial_run_setup(r.into_inner()).await)
     }
 
     async fn run_step(&self, r: Request<pb::RunStepRequest>) -> Reply<pb::RunStepResponse> {
@@ -507,29 +657,39 @@ impl MasterService for MasterServer {
 
     async fn make_callable(
         &self,
-        _: Request<pb::MakeCallableRequest>,
+        r: Request<pb::MakeCallableRequest>,
     ) -> Reply<pb::MakeCallableResponse> {
-        Err(tonic::Status::unimplemented(
-            "callables are not supported by this master yet; use RunStep",
-        ))
+        reply(self.0.make_callable(r.into_inner()).await)
     }
 
     async fn run_callable(
         &self,
-        _: Request<pb::RunCallableRequest>,
+        r: Request<pb::RunCallableRequest>,
     ) -> Reply<pb::RunCallableResponse> {
-        Err(tonic::Status::unimplemented(
-            "callables are not supported by this master yet; use RunStep",
-        ))
+        // The client's deadline bounds the step, as for RunStep.
+        let call_deadline =
+            grpc_timeout(r.metadata()).map(|d| d.saturating_sub(deadline_margin(d)));
+        let r = r.into_inner();
+        let fut = self.0.run_callable(r);
+        reply(match call_deadline {
+            Some(d) => tokio::time::timeout(d, fut).await.unwrap_or_else(|_| {
+                Err(Status::deadline_exceeded(format!(
+                    "step timed out after {d:?}"
+                )))
+            }),
+            None => fut.await,
+        })
     }
 
     async fn release_callable(
         &self,
-        _: Request<pb::ReleaseCallableRequest>,
+        r: Request<pb::ReleaseCallableRequest>,
     ) -> Reply<pb::ReleaseCallableResponse> {
-        Err(tonic::Status::unimplemented(
-            "callables are not supported by this master yet; use RunStep",
-        ))
+        reply(
+            self.0
+                .release_callable(&r.into_inner())
+                .map(|_| pb::ReleaseCallableResponse {}),
+        )
     }
 }
 

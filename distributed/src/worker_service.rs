@@ -13,8 +13,12 @@
 //!   whichever of the `RunGraph` and the `RecvTensor` comes first, and answers when
 //!   the `_Send` has run. A key naming another incarnation of a device is
 //!   `Aborted` (this worker restarted since the master placed the step).
+//! - A partial run (`is_partial`) is one step over several `RunGraph` calls
+//!   with the same step id: the first starts it, each delivers its `send`s and
+//!   answers once its `recv_key`s have values, and the one marked
+//!   `is_last_partial_run` also waits for the step to end.
 //! - `CleanupGraph` ends a step here: a peer's receive still waiting fails, and a
-//!   later one is refused.
+//!   later one is refused; a partial run still waiting for feeds fails.
 //!
 //! Sessions share the devices' default container (variables on a `ps` task are
 //! shared by every client, as with TensorFlow) unless the master asks for
@@ -23,7 +27,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use actors::worker::{LocalWorker, RegisterGraphRequest, RunGraphRequest, WorkerInterface};
+use actors::worker::{
+    LocalWorker, PartialCall, RegisterGraphRequest, RunGraphRequest, WorkerInterface,
+};
 use actors::Runtime;
 use graph::import::{graph_def_from_tf_proto, ImportOptions};
 use graph::{Result, Status};
@@ -215,6 +221,23 @@ impl WorkerState {
         }
     }
 
+    /// Ends a step here (`CleanupGraph`): its table, and a partial run of it in
+    /// whichever session runs one.
+    pub fn cleanup_step(&self, step_id: u64) {
+        self.tables.cleanup(step_id);
+        let workers: Vec<Arc<LocalWorker>> = self
+            .sessions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .chain([Arc::clone(&self.legacy)])
+            .collect();
+        for w in workers {
+            w.cleanup_step(step_id);
+        }
+    }
+
     /// Registers a piece; see the module docs.
     pub fn register_graph(&self, r: &pb::RegisterGraphRequest) -> Result<String> {
         let w = self.session(&r.session_handle, r.create_worker_session_called)?;
@@ -223,17 +246,15 @@ impl WorkerState {
             .as_ref()
             .ok_or_else(|| Status::invalid_argument("RegisterGraph without a graph_def"))?;
         let graph = graph_def_from_tf_proto(gd, &ImportOptions::default())?;
-        let reg = w.register_graph(RegisterGraphRequest { graph })?;
+        let reg = w.register_graph(RegisterGraphRequest {
+            graph,
+            ..Default::default()
+        })?;
         Ok(reg.handle.to_string())
     }
 
     /// Runs a registered piece for one step; see the module docs.
     pub async fn run_graph(&self, r: pb::RunGraphRequest) -> Result<pb::RunGraphResponse> {
-        if r.is_partial {
-            return Err(Status::unimplemented(
-                "partial runs are not supported by this worker",
-            ));
-        }
         let w = self.session(&r.session_handle, r.create_worker_session_called)?;
         let step_id = u64::try_from(r.step_id)
             .map_err(|_| Status::invalid_argument(format!("invalid step id {}", r.step_id)))?;
@@ -253,6 +274,10 @@ impl WorkerState {
             recv_keys: r.recv_key,
             collect_stats,
             span: Some(tracing::debug_span!("run_graph", step_id, task = %self.task)),
+            partial: r.is_partial.then(|| PartialCall {
+                last: r.is_last_partial_run,
+                ..Default::default()
+            }),
             ..Default::default()
         })?;
         // A master that drops the call (it gave up on the step) aborts it here.
@@ -442,7 +467,7 @@ impl WorkerService for WorkerServer {
         r: Request<pb::CleanupGraphRequest>,
     ) -> Reply<pb::CleanupGraphResponse> {
         if let Ok(step) = u64::try_from(r.into_inner().step_id) {
-            self.0.tables.cleanup(step);
+            self.0.cleanup_step(step);
         }
         reply(Ok(pb::CleanupGraphResponse {}))
     }

@@ -97,17 +97,17 @@ impl RunRequest {
     }
 }
 
-struct SessionShared {
-    runtime: Runtime,
+pub(super) struct SessionShared {
+    pub(super) runtime: Runtime,
     actor: Addr<SessionActor>,
     cache: RwLock<HashMap<u64, Vec<Arc<CompiledStep>>>>,
     default_container: Arc<str>,
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
     builds: Arc<AtomicU64>,
-    options: SessionOptions,
+    pub(super) options: SessionOptions,
     /// The worker this session's master hands its steps to: the runtime's
     /// devices, or a cluster's tasks.
-    worker: Arc<dyn WorkerInterface>,
+    pub(super) worker: Arc<dyn WorkerInterface>,
     /// The devices its master places on.
     devices: Vec<graph::DeviceName>,
 }
@@ -125,10 +125,25 @@ pub trait SessionBackend: Send + Sync {
     fn close(&self) -> Result<()>;
     /// The full names of every device the session can place on.
     fn list_devices(&self) -> Result<Vec<String>>;
+    /// Sets up a partial run (TensorFlow's `PartialRunSetup`); the handle it
+    /// returns names the run in [`SessionBackend::partial_run`].
+    fn partial_run_setup(
+        &self,
+        feeds: &[String],
+        fetches: &[String],
+        targets: &[String],
+    ) -> CompletionReceiver<Result<String>>;
+    /// One call of the partial run `handle`: `request`'s feeds and fetches (its
+    /// targets and options are not used).
+    fn partial_run(
+        &self,
+        handle: &str,
+        request: RunRequest,
+    ) -> CompletionReceiver<Result<RunOutput>>;
 }
 
 #[derive(Clone)]
-enum Kind {
+pub(super) enum Kind {
     Local(Arc<SessionShared>),
     Remote(Arc<dyn SessionBackend>),
 }
@@ -160,10 +175,10 @@ impl Drop for SessionShared {
 /// ```
 #[derive(Clone)]
 pub struct Session {
-    kind: Kind,
+    pub(super) kind: Kind,
 }
 
-fn closed() -> Status {
+pub(super) fn closed() -> Status {
     Status::cancelled("Session has been closed.")
 }
 
@@ -295,7 +310,10 @@ impl Session {
         }
     }
 
-    fn request(&self, command: SessionCommand) -> Result<CompletionReceiver<SessionReply>> {
+    pub(super) fn request(
+        &self,
+        command: SessionCommand,
+    ) -> Result<CompletionReceiver<SessionReply>> {
         let inner = self.local("this call")?;
         if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
@@ -480,7 +498,39 @@ impl Session {
     }
 }
 
-fn lost() -> Status {
+/// A fed value must have its tensor's dtype and fit its declared shape.
+pub(super) fn check_feed(spec: &graph::passes::prune::FeedSpec, t: &Tensor) -> Result<()> {
+    let node = spec.name.split(':').next().unwrap_or(&spec.name);
+    if t.dtype() != spec.dtype {
+        return Err(Status::invalid_argument(format!(
+            "Cannot feed value of type {} for tensor '{}', which has type {}",
+            t.dtype(),
+            spec.name,
+            spec.dtype
+        ))
+        .with_node(node));
+    }
+    if !spec.shape.is_compatible_with(t.shape()) {
+        return Err(Status::invalid_argument(format!(
+            "Cannot feed value of shape {} for tensor '{}', which has shape {}",
+            t.shape(),
+            spec.name,
+            spec.shape
+        ))
+        .with_node(node));
+    }
+    Ok(())
+}
+
+/// A fetch that produced nothing.
+pub(super) fn no_value(name: &str) -> Status {
+    Status::invalid_argument(format!(
+        "fetch '{name}' produced no value: it is on an untaken branch (dead) or was never computed"
+    ))
+    .with_node(name.split(':').next().unwrap_or(name))
+}
+
+pub(super) fn lost() -> Status {
     Status::cancelled("the session's master stopped before the step finished")
 }
 
@@ -491,25 +541,7 @@ fn launch(
     options: &RunOptions,
 ) -> Result<(CompletionReceiver<StepResult>, StepGuard)> {
     for (spec, t) in compiled.feeds.iter().zip(&args) {
-        let node = spec.name.split(':').next().unwrap_or(&spec.name);
-        if t.dtype() != spec.dtype {
-            return Err(Status::invalid_argument(format!(
-                "Cannot feed value of type {} for tensor '{}', which has type {}",
-                t.dtype(),
-                spec.name,
-                spec.dtype
-            ))
-            .with_node(node));
-        }
-        if !spec.shape.is_compatible_with(t.shape()) {
-            return Err(Status::invalid_argument(format!(
-                "Cannot feed value of shape {} for tensor '{}', which has shape {}",
-                t.shape(),
-                spec.name,
-                spec.shape
-            ))
-            .with_node(node));
-        }
+        check_feed(spec, t)?;
     }
     let step_id = inner.runtime.next_step_id();
     let span = tracing::debug_span!("step", step_id);
@@ -539,12 +571,7 @@ impl Session {
         let mut outputs = Vec::with_capacity(r.retvals.len());
         for (i, v) in r.retvals.into_iter().enumerate() {
             let name = &compiled.signature.fetches[i];
-            outputs.push(v.ok_or_else(|| {
-                Status::invalid_argument(format!(
-                    "fetch '{name}' produced no value: it is on an untaken branch (dead) or was never computed"
-                ))
-                .with_node(name.split(':').next().unwrap_or(name))
-            })?);
+            outputs.push(v.ok_or_else(|| no_value(name))?);
         }
         let metadata = (options.trace_level == TraceLevel::FullTrace).then(|| RunMetadata {
             step_stats: r.stats,

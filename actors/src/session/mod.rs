@@ -16,10 +16,14 @@
 pub mod actor;
 #[cfg(feature = "runtime")]
 mod handle;
+#[cfg(feature = "runtime")]
+mod partial;
 pub mod state;
 
 #[cfg(feature = "runtime")]
 pub use handle::{
     RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
 };
+#[cfg(feature = "runtime")]
+pub use partial::PartialRun;
 pub use state::{signature_hash, CompiledStep, SessionOptions, SessionState, StepSignature};

@@ -26,6 +26,9 @@ pub struct StepSignature {
     pub fetches: Vec<String>,
     /// Target node names.
     pub targets: Vec<String>,
+    /// Compiled for partial runs (feeds and fetches by rendezvous key, so they
+    /// can cross while the step runs) rather than for whole steps.
+    pub partial: bool,
 }
 
 impl StepSignature {
@@ -36,15 +39,19 @@ impl StepSignature {
             feeds: own(feeds),
             fetches: own(fetches),
             targets: own(targets),
+            partial: false,
         }
     }
 
-    /// True when it equals the signature of these names.
+    /// True when it equals the (whole-step) signature of these names.
     pub fn matches(&self, feeds: &[&str], fetches: &[&str], targets: &[&str]) -> bool {
         fn eq(a: &[String], b: &[&str]) -> bool {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
         }
-        eq(&self.feeds, feeds) && eq(&self.fetches, fetches) && eq(&self.targets, targets)
+        !self.partial
+            && eq(&self.feeds, feeds)
+            && eq(&self.fetches, fetches)
+            && eq(&self.targets, targets)
     }
 }
 
@@ -86,6 +93,44 @@ pub struct CompiledStep {
     pub placement: Vec<(String, String)>,
     /// Send/Recv pairs inserted by partitioning.
     pub transfers: usize,
+    /// A partial run's: for each fetch, the feeds (by index) it depends on, so
+    /// that a fetch asked for before its feeds were given is an error, not a
+    /// wait that never ends (TensorFlow's `CheckFetch`). Empty for a whole step.
+    pub fetch_feeds: Vec<Vec<usize>>,
+}
+
+/// For each `_Retval` of `g` by index, the `_Arg`s (by index) it depends on
+/// through data or control edges.
+fn fetch_feeds(g: &Graph) -> Result<Vec<Vec<usize>>> {
+    let index = |id: usize| -> Result<usize> {
+        let i: i64 = g.node(id).def.get_attr("index")?;
+        usize::try_from(i).map_err(|_| {
+            Status::invalid_argument("a negative _Arg or _Retval index")
+                .with_node(g.node(id).name())
+        })
+    };
+    let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut seen = vec![usize::MAX; g.num_nodes()];
+    for r in (0..g.num_nodes()).filter(|&i| g.node(i).op() == "_Retval") {
+        let mut feeds = Vec::new();
+        let mut stack = vec![r];
+        seen[r] = r;
+        while let Some(id) = stack.pop() {
+            if g.node(id).op() == "_Arg" {
+                feeds.push(index(id)?);
+            }
+            for e in g.in_edges(id) {
+                if seen[e.src] != r {
+                    seen[e.src] = r;
+                    stack.push(e.src);
+                }
+            }
+        }
+        feeds.sort_unstable();
+        out.push((index(r)?, feeds));
+    }
+    out.sort_by_key(|x| x.0);
+    Ok(out.into_iter().map(|x| x.1).collect())
 }
 
 struct RegistrySupport<'a>(&'a KernelRegistry);
@@ -325,9 +370,10 @@ impl SessionState {
             def.device.clone_from(&names[d]);
             piece.node.push(def);
         }
-        let registered = self
-            .worker
-            .register_graph(RegisterGraphRequest { graph: piece })?;
+        let registered = self.worker.register_graph(RegisterGraphRequest {
+            graph: piece,
+            partial: sig.partial,
+        })?;
         tracing::debug!(
             nodes = g.num_nodes(),
             partitions = registered.partitions.len(),
@@ -350,6 +396,11 @@ impl SessionState {
                 .map(|(n, &d)| (n.name().to_owned(), names[d].clone()))
                 .collect(),
             transfers: registered.transfers,
+            fetch_feeds: if sig.partial {
+                fetch_feeds(&g)?
+            } else {
+                Vec::new()
+            },
         })
     }
 

@@ -12,17 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use graph::passes::partition::{partition, PartitionDevice};
+use graph::passes::partition::{client_terminated, partition, PartitionDevice};
 use graph::{Graph, GraphDef, Node, OpRegistry, Result, Status};
 use kernels::{CallFrame, DeviceContext, KernelRegistry, OpKernel, ResourceMgr, StepContext};
-use rendezvous::{CompletionReceiver, FrameIter, LocalRendezvous, ParsedKey};
+use rendezvous::{completion, CompletionReceiver, CompletionSender, FrameIter, LocalRendezvous};
 use rendezvous::{MailboxSender, Rendezvous, StepTables, Value};
+use rendezvous::{ParsedKey, RecvCallback};
 
-use super::{RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface};
+use super::{PartialCall, RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface};
 use crate::device::{DeviceMsg, PartitionRun};
 use crate::executor::{ExecutorPlan, KernelCache};
 use crate::runtime::Runtime;
-use crate::step::{StepResult, StepTracker};
+use crate::step::{Finisher, StepResult, StepTracker};
 
 /// Kernels of stateful ops, shared by every step of a session (TensorFlow's
 /// `OpSegment`), so a random op continues its stream whichever fetches run it.
@@ -62,6 +63,92 @@ struct Piece {
     partitions: Vec<(usize, Arc<ExecutorPlan>)>,
     /// `_Retval`s of the piece (the call frame's size).
     num_retvals: usize,
+    /// A piece registered for partial runs: the rendezvous keys of its feeds'
+    /// and fetches' client-terminated transfers, by `_Arg` and `_Retval` index.
+    partial_keys: Option<(Vec<String>, Vec<String>)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where a partial run's fetch value goes: taken by whichever comes first, the
+/// value or the end of the step.
+type Slot = Arc<Mutex<Option<CompletionSender<Result<Value>>>>>;
+
+/// A partial run in flight on this worker: its step's table, and the calls
+/// waiting for values in it.
+struct PartialStep {
+    rendezvous: Arc<dyn Rendezvous>,
+    state: Mutex<PartialState>,
+}
+
+#[derive(Default)]
+struct PartialState {
+    /// The step's outcome, taken by the last call.
+    done: Option<CompletionReceiver<StepResult>>,
+    /// The step has ended: a value not in the table now never will be.
+    finished: bool,
+    /// Fetches still waiting, by key.
+    waiting: Vec<(String, Slot)>,
+}
+
+fn never_produced(key: &str) -> Status {
+    Status::invalid_argument(format!(
+        "the step finished without producing a value for '{key}' (an untaken branch, or a fetch its graph never computes)"
+    ))
+}
+
+impl PartialStep {
+    /// The value under `key`, now or once the step sends it; an error once the
+    /// step has ended without it.
+    fn receive(&self, key: &str) -> Result<CompletionReceiver<Result<Value>>> {
+        let (k, fi) = ParsedKey::parse(key)?;
+        let (tx, rx) = completion();
+        // The lock orders this against the end of the step (see `finish`).
+        let mut st = lock(&self.state);
+        if st.finished {
+            let got = self
+                .rendezvous
+                .recv(&k, fi, &mut || Box::new(|_: Result<Value>| {}))
+                .unwrap_or_else(|| Err(never_produced(key)));
+            tx.complete(got);
+            return Ok(rx);
+        }
+        let slot: Slot = Arc::new(Mutex::new(Some(tx)));
+        let got = self.rendezvous.recv(&k, fi, &mut || -> RecvCallback {
+            let slot = Arc::clone(&slot);
+            Box::new(move |v| {
+                if let Some(tx) = lock(&slot).take() {
+                    tx.complete(v);
+                }
+            })
+        });
+        match got {
+            Some(v) => {
+                if let Some(tx) = lock(&slot).take() {
+                    tx.complete(v);
+                }
+            }
+            None => st.waiting.push((key.to_owned(), slot)),
+        }
+        Ok(rx)
+    }
+
+    /// The step ended: every fetch still waiting never gets a value (a failed
+    /// step's table was aborted first, which answered them with its error).
+    fn finish(&self) {
+        let waiting = {
+            let mut st = lock(&self.state);
+            st.finished = true;
+            std::mem::take(&mut st.waiting)
+        };
+        for (key, slot) in waiting {
+            if let Some(tx) = lock(&slot).take() {
+                tx.complete(Err(never_produced(&key)));
+            }
+        }
+    }
 }
 
 /// Per-op timeouts on the actor system's timer (no thread per timeout).
@@ -91,6 +178,8 @@ pub struct LocalWorker {
     kernels: SessionKernelCache,
     pieces: RwLock<HashMap<Arc<str>, Arc<Piece>>>,
     next_handle: AtomicU64,
+    /// Partial runs in flight, by step id.
+    partials: Arc<Mutex<HashMap<u64, Arc<PartialStep>>>>,
     /// A cluster worker's per-step tables, shared with the server answering its
     /// peers' receives; `None` in-process (each step gets a fresh table).
     tables: Option<Arc<dyn StepTables>>,
@@ -141,6 +230,7 @@ impl LocalWorker {
             kernels: SessionKernelCache::default(),
             pieces: RwLock::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            partials: Arc::default(),
             tables: None,
             owns_container: true,
             timer: Arc::new(ArbiterTimer(runtime.system_arbiter().clone())),
@@ -190,6 +280,236 @@ impl LocalWorker {
         });
         tx
     }
+
+    /// `gd` with its `_Arg`s and `_Retval`s as client-terminated transfers on
+    /// their devices, and their keys by index (see [`RegisterGraphRequest::partial`]).
+    fn client_terminate(&self, mut gd: GraphDef) -> Result<(GraphDef, (Vec<String>, Vec<String>))> {
+        let mut args = Vec::new();
+        let mut rets = Vec::new();
+        for n in &mut gd.node {
+            let list = match n.op.as_str() {
+                "_Arg" => &mut args,
+                "_Retval" => &mut rets,
+                _ => continue,
+            };
+            let index: i64 = n.get_attr("index")?;
+            let index = usize::try_from(index).map_err(|_| {
+                Status::invalid_argument("a negative _Arg or _Retval index").with_node(&n.name)
+            })?;
+            let d = self
+                .by_name
+                .get(&n.device)
+                .map(|&i| &self.devices[i])
+                .ok_or_else(|| {
+                    Status::invalid_argument(format!(
+                        "node is assigned to '{}', which is not a device of this worker",
+                        n.device
+                    ))
+                    .with_node(&n.name)
+                })?;
+            let device = PartitionDevice {
+                name: d.name.clone(),
+                incarnation: d.incarnation,
+            };
+            let key = ParsedKey::new(&device.name, device.incarnation, &device.name, &n.name)?
+                .full_key(FrameIter::ROOT);
+            list.push((index, key));
+            *n = client_terminated(n, &n.name, &device)?;
+        }
+        args.sort();
+        rets.sort();
+        let keys = |v: Vec<(usize, String)>| v.into_iter().map(|(_, k)| k).collect();
+        Ok((gd, (keys(args), keys(rets))))
+    }
+
+    /// The step's table: from the shared tables (a cluster worker), else new.
+    fn step_rendezvous(&self, step_id: u64) -> Result<Arc<dyn Rendezvous>> {
+        Ok(match &self.tables {
+            Some(m) => m.find_or_create(step_id)?,
+            None => Arc::new(LocalRendezvous::new()),
+        })
+    }
+
+    /// Dispatches every partition of `piece` for the step of `req` on the table
+    /// `rendezvous`; `finish` runs when the step ends.
+    fn start(
+        &self,
+        piece: &Piece,
+        req: RunGraphRequest,
+        rendezvous: Arc<dyn Rendezvous>,
+        finish: Option<Finisher>,
+    ) -> CompletionReceiver<StepResult> {
+        let step_id = req.step_id;
+        let span = req
+            .span
+            .unwrap_or_else(|| tracing::debug_span!("step", step_id));
+        let call_frame = Arc::new(CallFrame::new(req.args, piece.num_retvals));
+        let mailboxes = piece
+            .partitions
+            .iter()
+            .map(|(d, _)| self.mailboxes[*d].clone())
+            .collect();
+        let step_container: Arc<str> = Arc::from(format!("__step_{step_id}"));
+        let cancellation = Arc::new(rendezvous::CancellationManager::new());
+        let (tracker, rx) = StepTracker::new(
+            step_id,
+            piece.partitions.len(),
+            Arc::clone(&rendezvous),
+            Arc::clone(&call_frame),
+            mailboxes,
+        );
+        tracker.set_cancellation(Arc::clone(&cancellation));
+        tracker.set_step_resources(
+            Arc::clone(&step_container),
+            piece
+                .partitions
+                .iter()
+                .map(|(d, _)| Arc::clone(&self.resources[*d]))
+                .collect(),
+        );
+        // Only a step that needs one pays for a finisher: the deadline's timer is
+        // cancelled when the step ends.
+        let deadline = req.timeout.map(|d| self.arm_timeout(&tracker, d));
+        if deadline.is_some() || finish.is_some() {
+            tracker.set_finisher(Box::new(move |rendezvous, result| {
+                drop(deadline);
+                if let Some(f) = finish {
+                    f(rendezvous, result);
+                }
+            }));
+        }
+        for (device, plan) in &piece.partitions {
+            let step = Arc::new(StepContext {
+                step_id,
+                device: Arc::clone(&self.devices[*device]),
+                rendezvous: Arc::clone(&rendezvous),
+                call_frame: Arc::clone(&call_frame),
+                default_container: Arc::clone(&self.default_container),
+                step_container: Arc::clone(&step_container),
+                cancellation: Arc::clone(&cancellation),
+                timer: Arc::clone(&self.timer),
+            });
+            let run = DeviceMsg::Run(Box::new(PartitionRun {
+                plan: Arc::clone(plan),
+                step,
+                tracker: Arc::clone(&tracker),
+                collect_stats: req.collect_stats,
+                step_span: span.clone(),
+            }));
+            if self.mailboxes[*device].send(run).is_err() {
+                tracker.partition_done(Err(Status::cancelled("the runtime has shut down")), None);
+            }
+        }
+        rx
+    }
+
+    /// One call of a partial run (see [`PartialCall`]).
+    fn run_partial(
+        &self,
+        mut req: RunGraphRequest,
+        call: PartialCall,
+    ) -> Result<CompletionReceiver<StepResult>> {
+        let piece = self.piece(&req.handle)?;
+        let step_id = req.step_id;
+        let mut sends = std::mem::take(&mut req.sends);
+        let keyed = std::mem::take(&mut req.recv_keys);
+        let mut by_index = Vec::with_capacity(call.fetches.len());
+        if !call.feeds.is_empty() || !call.fetches.is_empty() {
+            let (args, rets) = piece.partial_keys.as_ref().ok_or_else(|| {
+                Status::invalid_argument("the graph was not registered for partial runs")
+            })?;
+            let find = |keys: &[String], i: usize, what: &str| {
+                keys.get(i).cloned().ok_or_else(|| {
+                    Status::invalid_argument(format!("the partial run has no {what} {i}"))
+                })
+            };
+            for (i, t) in call.feeds {
+                sends.push((find(args, i, "feed")?, t));
+            }
+            for i in call.fetches {
+                by_index.push(find(rets, i, "fetch")?);
+            }
+        }
+        let ps = {
+            let mut partials = lock(&self.partials);
+            match partials.get(&step_id) {
+                Some(ps) => Arc::clone(ps),
+                None => {
+                    let rendezvous = self.step_rendezvous(step_id)?;
+                    let ps = Arc::new(PartialStep {
+                        rendezvous: Arc::clone(&rendezvous),
+                        state: Mutex::new(PartialState::default()),
+                    });
+                    let ended = Arc::clone(&ps);
+                    let finish: Finisher = Box::new(move |_, _| ended.finish());
+                    let done = self.start(&piece, req, rendezvous, Some(finish));
+                    lock(&ps.state).done = Some(done);
+                    partials.insert(step_id, Arc::clone(&ps));
+                    ps
+                }
+            }
+        };
+        deliver_sends(&*ps.rendezvous, sends)?;
+        let waits = keyed
+            .iter()
+            .chain(&by_index)
+            .map(|k| ps.receive(k))
+            .collect::<Result<Vec<_>>>()?;
+        let (tx, rx) = completion();
+        let partials = Arc::clone(&self.partials);
+        let last = call.last;
+        self.arbiter.spawn(async move {
+            let mut result = StepResult {
+                status: Ok(()),
+                retvals: Vec::new(),
+                stats: Vec::new(),
+                recvs: Vec::new(),
+            };
+            let mut values = Vec::with_capacity(waits.len());
+            for w in waits {
+                match w.await {
+                    Some(Ok(v)) => values.push(v),
+                    Some(Err(e)) => {
+                        result.status = Err(e);
+                        break;
+                    }
+                    None => {
+                        result.status = Err(Status::cancelled("the worker stopped"));
+                        break;
+                    }
+                }
+            }
+            if result.status.is_ok() {
+                let mut values = values.into_iter();
+                result.recvs = keyed.into_iter().zip(values.by_ref()).collect();
+                result.retvals = values.collect();
+            }
+            if last {
+                let done = lock(&ps.state).done.take();
+                let ended = match done {
+                    Some(d) => d.await,
+                    None => None,
+                };
+                match ended {
+                    Some(r) => {
+                        if result.status.is_ok() {
+                            result.status = r.status;
+                        }
+                        result.stats = r.stats;
+                    }
+                    None if result.status.is_ok() => {
+                        result.status = Err(Status::cancelled(
+                            "the partial run's step ended without an outcome",
+                        ));
+                    }
+                    None => {}
+                }
+                lock(&partials).remove(&step_id);
+            }
+            tx.complete(result);
+        });
+        Ok(rx)
+    }
 }
 
 /// Puts the values a master sent into the step's table, under their keys.
@@ -229,7 +549,13 @@ fn collect_recvs(rendezvous: &dyn Rendezvous, keys: &[String], result: &mut Step
 
 impl WorkerInterface for LocalWorker {
     fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
-        let g = Graph::from_graph_def(&req.graph, OpRegistry::global())?;
+        let (gd, partial_keys) = if req.partial {
+            let (gd, keys) = self.client_terminate(req.graph)?;
+            (gd, Some(keys))
+        } else {
+            (req.graph, None)
+        };
+        let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
         let assignment = g
             .nodes()
             .iter()
@@ -281,6 +607,7 @@ impl WorkerInterface for LocalWorker {
         let piece = Arc::new(Piece {
             partitions,
             num_retvals,
+            partial_keys,
         });
         self.pieces
             .write()
@@ -293,76 +620,22 @@ impl WorkerInterface for LocalWorker {
         })
     }
 
-    fn run_graph(&self, req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
+    fn run_graph(&self, mut req: RunGraphRequest) -> Result<CompletionReceiver<StepResult>> {
+        if let Some(call) = req.partial.take() {
+            return self.run_partial(req, call);
+        }
         let piece = self.piece(&req.handle)?;
-        let step_id = req.step_id;
-        let span = req
-            .span
-            .unwrap_or_else(|| tracing::debug_span!("step", step_id));
-        let rendezvous: Arc<dyn Rendezvous> = match &self.tables {
-            Some(m) => m.find_or_create(step_id)?,
-            None => Arc::new(LocalRendezvous::new()),
-        };
-        deliver_sends(&*rendezvous, req.sends)?;
-        let call_frame = Arc::new(CallFrame::new(req.args, piece.num_retvals));
-        let mailboxes = piece
-            .partitions
-            .iter()
-            .map(|(d, _)| self.mailboxes[*d].clone())
-            .collect();
-        let step_container: Arc<str> = Arc::from(format!("__step_{step_id}"));
-        let cancellation = Arc::new(rendezvous::CancellationManager::new());
-        let (tracker, rx) = StepTracker::new(
-            step_id,
-            piece.partitions.len(),
-            Arc::clone(&rendezvous),
-            Arc::clone(&call_frame),
-            mailboxes,
-        );
-        tracker.set_cancellation(Arc::clone(&cancellation));
-        tracker.set_step_resources(
-            Arc::clone(&step_container),
-            piece
-                .partitions
-                .iter()
-                .map(|(d, _)| Arc::clone(&self.resources[*d]))
-                .collect(),
-        );
-        // Only a step that needs one pays for a finisher: the deadline's timer is
-        // cancelled when the step ends, and the asked-for keys are collected.
-        let deadline = req.timeout.map(|d| self.arm_timeout(&tracker, d));
-        let recv_keys = req.recv_keys;
-        if deadline.is_some() || !recv_keys.is_empty() {
-            tracker.set_finisher(Box::new(move |rendezvous, result| {
-                drop(deadline);
-                if !recv_keys.is_empty() && result.status.is_ok() {
+        let rendezvous = self.step_rendezvous(req.step_id)?;
+        deliver_sends(&*rendezvous, std::mem::take(&mut req.sends))?;
+        let recv_keys = std::mem::take(&mut req.recv_keys);
+        let finish = (!recv_keys.is_empty()).then(|| -> Finisher {
+            Box::new(move |rendezvous, result| {
+                if result.status.is_ok() {
                     collect_recvs(rendezvous, &recv_keys, result);
                 }
-            }));
-        }
-        for (device, plan) in &piece.partitions {
-            let step = Arc::new(StepContext {
-                step_id,
-                device: Arc::clone(&self.devices[*device]),
-                rendezvous: Arc::clone(&rendezvous),
-                call_frame: Arc::clone(&call_frame),
-                default_container: Arc::clone(&self.default_container),
-                step_container: Arc::clone(&step_container),
-                cancellation: Arc::clone(&cancellation),
-                timer: Arc::clone(&self.timer),
-            });
-            let run = DeviceMsg::Run(Box::new(PartitionRun {
-                plan: Arc::clone(plan),
-                step,
-                tracker: Arc::clone(&tracker),
-                collect_stats: req.collect_stats,
-                step_span: span.clone(),
-            }));
-            if self.mailboxes[*device].send(run).is_err() {
-                tracker.partition_done(Err(Status::cancelled("the runtime has shut down")), None);
-            }
-        }
-        Ok(rx)
+            })
+        });
+        Ok(self.start(&piece, req, rendezvous, finish))
     }
 
     fn abort_step(&self, step_id: u64, status: Status) {
@@ -379,6 +652,7 @@ impl WorkerInterface for LocalWorker {
     }
 
     fn cleanup_step(&self, step_id: u64) {
+        lock(&self.partials).remove(&step_id);
         if let Some(m) = &self.tables {
             m.cleanup(step_id);
         }
@@ -398,6 +672,7 @@ impl WorkerInterface for LocalWorker {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        lock(&self.partials).clear();
         if self.owns_container {
             for d in &self.devices {
                 d.resources.cleanup(&self.default_container);

@@ -36,6 +36,11 @@ pub struct RegisterGraphRequest {
     /// The piece: every node's `device` is the full name of the device it was
     /// placed on, one of the worker's.
     pub graph: GraphDef,
+    /// Register it for partial runs: its `_Arg`s and `_Retval`s become
+    /// client-terminated `_Recv`s and `_Send`s, so feeds can arrive and fetches
+    /// leave while it runs (TensorFlow registers a partial run's graph without
+    /// its function-call convention the same way).
+    pub partial: bool,
 }
 
 /// What registering a piece gave.
@@ -68,9 +73,32 @@ pub struct RunGraphRequest {
     pub timeout: Option<Duration>,
     /// The caller's span for the step (partition spans nest under it).
     pub span: Option<tracing::Span>,
+    /// One call of a partial run (TensorFlow's `is_partial`); `None` runs the
+    /// whole step.
+    pub partial: Option<PartialCall>,
+}
+
+/// One call of a partial run: a step that keeps running between calls, fed and
+/// fetched a part at a time (TensorFlow's `partial_run`). The first call for a
+/// step id starts it; each call delivers its feeds (and `sends`) and completes
+/// once its fetches (and `recv_keys`) have values; the last one also waits for
+/// the step to end and reports its status and statistics. `args` and the
+/// result's `retvals` are unused: feeds and fetches go by index here.
+#[derive(Debug, Default)]
+pub struct PartialCall {
+    /// Feeds of this call, by `_Arg` index (a piece registered for partial runs).
+    pub feeds: Vec<(usize, Tensor)>,
+    /// Fetches of this call, by `_Retval` index; their values come back as the
+    /// result's `retvals`, in this order.
+    pub fetches: Vec<usize>,
+    /// The run's last call.
+    pub last: bool,
 }
 
 /// A worker as a master sees it; see the module docs.
+///
+/// A partial run ([`PartialCall`]) is ended by its last call, or abandoned with
+/// `abort_step` followed by `cleanup_step`.
 pub trait WorkerInterface: Send + Sync {
     /// Registers a piece (partitioning it by device and building its plans once);
     /// its handle serves every later run.

@@ -102,6 +102,38 @@ fn transfer_attrs(
         .with_attr("client_terminated", false)
 }
 
+/// A feed's `_Arg` or a fetch's `_Retval` as a **client-terminated** transfer on
+/// `device`: a `_Recv` (for an `_Arg`) or a `_Send` (for a `_Retval`, keeping
+/// its input) whose tensor name is `name`, so its value crosses by rendezvous key
+/// (`device;incarnation;device;name;0:0`) between the step and whoever drives it
+/// (TensorFlow's rendezvous convention for a master's feeds and fetches, and for a
+/// partial run's). Errors on any other op.
+pub fn client_terminated(
+    n: &NodeDef,
+    name: &str,
+    device: &PartitionDevice,
+) -> crate::Result<NodeDef> {
+    let t: crate::DType = n.get_attr("T")?;
+    let (op, dtype_attr) = match n.op.as_str() {
+        "_Arg" => ("_Recv", "tensor_type"),
+        "_Retval" => ("_Send", "T"),
+        other => {
+            return Err(crate::Status::internal(format!(
+                "only _Arg and _Retval become client-terminated transfers, not {other}"
+            ))
+            .with_node(&n.name))
+        }
+    };
+    let mut d = transfer_attrs(NodeDef::new(name.to_owned(), op), name, device, device)
+        .with_attr("client_terminated", true)
+        .with_attr(dtype_attr, t)
+        .with_device(device.name.clone());
+    if op == "_Send" {
+        d.input.clone_from(&n.input);
+    }
+    Ok(d)
+}
+
 fn tensor_ref(node: &str, port: i32) -> String {
     if port == 0 {
         node.to_owned()
