@@ -312,7 +312,7 @@ impl PartialRun {
                 let r = backend
                     .partial_run(handle, self.remote_request(&call))
                     .wait();
-                self.remote_outcome(r)
+                self.remote_outcome(r, &call)
             }
             PartialKind::Local { .. } => {
                 let wanted = call.fetches.clone();
@@ -337,7 +337,7 @@ impl PartialRun {
                 let r = backend
                     .partial_run(handle, self.remote_request(&call))
                     .await;
-                self.remote_outcome(r)
+                self.remote_outcome(r, &call)
             }
             PartialKind::Local { .. } => {
                 let wanted = call.fetches.clone();
@@ -350,7 +350,9 @@ impl PartialRun {
         }
     }
 
-    /// True once every feed was given and every fetch taken, or a call failed.
+    /// True once every feed was given and every fetch taken, or a call failed
+    /// (in a session whose master is in another process: once every feed and
+    /// fetch went through).
     pub fn is_finished(&self) -> bool {
         self.lock().finished
     }
@@ -371,10 +373,24 @@ impl PartialRun {
         }
     }
 
-    fn remote_outcome(&self, r: Option<Result<super::RunOutput>>) -> Result<Vec<Tensor>> {
+    /// A remote call's outcome. The master decides whether a failed call ended
+    /// the run (a step that failed) or left it as it was (a call it refused), so
+    /// the call is undone here and the master answers the next one.
+    fn remote_outcome(
+        &self,
+        r: Option<Result<super::RunOutput>>,
+        call: &Call,
+    ) -> Result<Vec<Tensor>> {
         let r = r.unwrap_or_else(|| Err(lost())).map(|o| o.outputs);
         if r.is_err() {
-            self.lock().finished = true;
+            let mut p = self.lock();
+            for (i, _) in &call.feeds {
+                p.fed[*i] = false;
+            }
+            for i in &call.fetches {
+                p.fetched[*i] = false;
+            }
+            p.finished = false;
         }
         r
     }
