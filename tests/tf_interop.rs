@@ -3,7 +3,8 @@
 //! A TensorFlow client drives a cluster of actorflow servers through every
 //! scenario of `tf_interop/scenarios.py` (arithmetic, variables, cond and
 //! while with gradients, queues with queue runners, training, Saver,
-//! FULL_TRACE metadata, make_callable, errors as TensorFlow's exception
+//! FULL_TRACE metadata, make_callable, partial_run, callables made from
+//! CallableOptions (MakeCallable/RunCallable), errors as TensorFlow's exception
 //! classes, list_devices, Session.reset), each checked against a local
 //! TensorFlow session.
 //!
@@ -172,6 +173,8 @@ fn a_tensorflow_client_drives_an_actorflow_cluster() {
         "saver",
         "run_metadata",
         "callables",
+        "partial_run",
+        "callable_from_options",
         "errors",
         "list_devices",
         "reset",

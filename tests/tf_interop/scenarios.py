@@ -18,6 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import config_pb2  # noqa: E402
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
@@ -178,6 +179,51 @@ def callables(target):
         return [f(np.array([1.0, 2.0], np.float32)), f(np.array([3.0, 4.0], np.float32))]
 
 
+def partial_run(target):
+    g = tf.Graph()
+    with g.as_default():
+        a = tf1.placeholder(tf.float32, [], name="a")
+        b = tf1.placeholder(tf.float32, [], name="b")
+        with dev(target, T1):
+            v = tf1.Variable(10.0, name="acc")
+            c = a + b
+            inc = tf1.assign_add(v, c)
+        d = inc * a
+        init = tf1.global_variables_initializer()
+    out = []
+    with session(target, g) as s:
+        s.run(init)
+        h = s.partial_run_setup([c, d], [a, b])
+        out.append(s.partial_run(h, [], feed_dict={a: 2.0}))
+        try:
+            s.partial_run(h, c)
+            out.append("no error")
+        except tf.errors.OpError as e:
+            out.append(type(e).__name__)
+        out.append(s.partial_run(h, c, feed_dict={b: 3.0}))
+        out.append(s.partial_run(h, d))
+        # The increment ran once.
+        out.append(s.run(v))
+    return out
+
+
+def callable_from_options(target):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [3], name="x")
+        with dev(target, T1):
+            y = tf.reduce_sum(x * 2.0)
+        z = tf.reduce_max(x)
+    with session(target, g) as s:
+        opts = config_pb2.CallableOptions()
+        opts.feed.append(x.name)
+        opts.fetch.extend([y.name, z.name])
+        f = s._make_callable_from_options(opts)
+        out = [f(np.array([1.0, 2.0, 3.0], np.float32)), f(np.array([-1.0, 5.0, 0.5], np.float32))]
+        del f  # ReleaseCallable
+        return out
+
+
 def errors(target):
     g = tf.Graph()
     with g.as_default():
@@ -249,6 +295,8 @@ SCENARIOS = [
     saver,
     run_metadata,
     callables,
+    partial_run,
+    callable_from_options,
     errors,
     list_devices,
     reset,
