@@ -13,7 +13,8 @@
 //! and a fed product live on task 1, their sum on task 0; the client runs it
 //! through task 0's master. Both ways round: an actorflow master with a TensorFlow
 //! worker, and a TensorFlow master with an actorflow worker (RegisterGraph,
-//! RunGraph and RecvTensor in both directions).
+//! RunGraph and RecvTensor in both directions), then the same as a partial run
+//! (`is_partial` RunGraphs in both directions).
 //!
 //! Needs TensorFlow: the Python interpreter in `ACTORFLOW_TF_PYTHON` (a virtualenv
 //! with `tensorflow-cpu==2.21.*`). Without it the tests print `SKIPPED:` and pass.
@@ -105,11 +106,13 @@ fn mixed(py: &str, af_task: usize) {
         .output()
         .expect("the client runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.lines().any(|l| l == "result=2097158.0"),
-        "client output: {stdout:?} ({})",
-        out.status
-    );
+    for want in ["result=2097158.0", "partial=6.0,2097158.0"] {
+        assert!(
+            stdout.lines().any(|l| l == want),
+            "client output: {stdout:?} ({})",
+            out.status
+        );
+    }
 }
 
 #[test]

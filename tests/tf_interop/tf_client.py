@@ -2,7 +2,9 @@
 
 Builds a graph with a 4 MiB variable and a fed product on /job:worker/task:1 and
 their sum on task 0, runs it through the master at TARGET and prints
-`result=<value>` (2 * 2**20 + 3 * 2 = 2097158).
+`result=<value>` (2 * 2**20 + 3 * 2 = 2097158), then runs it again as a partial
+run (y first, then the sum: `is_partial` RunGraphs on both tasks) and prints
+`partial=<y>,<sum>`.
 """
 
 import os
@@ -27,3 +29,6 @@ with g.as_default():
 with tf1.Session(sys.argv[1], graph=g) as s:
     s.run(init)
     print("result=%r" % float(s.run(total, {x: 2.0})), flush=True)
+    h = s.partial_run_setup([y, total], [x])
+    first = float(s.partial_run(h, y, feed_dict={x: 2.0}))
+    print("partial=%r,%r" % (first, float(s.partial_run(h, total))), flush=True)
