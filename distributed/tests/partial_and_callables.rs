@@ -80,8 +80,7 @@ fn an_abandoned_or_failed_partial_run_leaves_nothing_behind() {
         let run = sess
             .partial_run_setup(&[&a.name(), &b.name()], &[&q.name()], &[])
             .unwrap();
-        run.run(&[(&a.name(), Tensor::scalar(1i32))], &[])
-            .unwrap();
+        run.run(&[(&a.name(), Tensor::scalar(1i32))], &[]).unwrap();
         // Dropped with task 1 waiting for b: the master keeps the run until the
         // session closes, so the client closes it.
     }
@@ -159,19 +158,20 @@ fn callables_are_made_run_and_released() {
             .unwrap()
             .into_inner()
             .handle;
-        let run = |m: &mut MasterServiceClient<tonic::transport::Channel>, feed: Vec<Tensor>, h: i64| {
-            let req = pb::RunCallableRequest {
-                session_handle: handle.clone(),
-                handle: h,
-                feed: feed
-                    .iter()
-                    .map(graph::import::tensor_to_content_proto)
-                    .collect(),
-                request_id: 0,
+        let run =
+            |m: &mut MasterServiceClient<tonic::transport::Channel>, feed: Vec<Tensor>, h: i64| {
+                let req = pb::RunCallableRequest {
+                    session_handle: handle.clone(),
+                    handle: h,
+                    feed: feed
+                        .iter()
+                        .map(graph::import::tensor_to_content_proto)
+                        .collect(),
+                    request_id: 0,
+                };
+                let mut m = m.clone();
+                async move { m.run_callable(req).await }
             };
-            let mut m = m.clone();
-            async move { m.run_callable(req).await }
-        };
         for (v, sum) in [([1.0f32, 2.0], 5.0f32), ([3.0, -1.0], 10.0)] {
             let r = run(&mut m, vec![Tensor::vector(&v)], callable)
                 .await
