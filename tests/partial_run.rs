@@ -86,7 +86,7 @@ fn a_stateful_op_runs_once_for_the_whole_run() {
     let y = ops::add(&s, &inc, &x).unwrap();
     let read = ops::identity(&s, &v).unwrap();
     for sess in sessions(&s) {
-        sess.run(&[], &[], &[&init.op().name()]).unwrap();
+        sess.run(&[], &[], &[init.op().name()]).unwrap();
         let run = sess
             .partial_run_setup(&[&x.name()], &[&inc.name(), &y.name()], &[])
             .unwrap();
@@ -126,7 +126,7 @@ fn targets_run_and_a_loop_runs_inside_a_partial_run() {
     let read = ops::identity(&s, &v).unwrap();
     for sess in sessions(&s) {
         let run = sess
-            .partial_run_setup(&[&n.name()], &[&out.name()], &[&set.op().name()])
+            .partial_run_setup(&[&n.name()], &[&out.name()], &[set.op().name()])
             .unwrap();
         let got = run
             .run(&[(&n.name(), Tensor::scalar(7i32))], &[&out.name()])

@@ -258,7 +258,12 @@ fn a_peer_receive_may_come_before_the_step_runs() {
         ],
         ..Default::default()
     };
-    let reg = w.register_graph(RegisterGraphRequest { graph }).unwrap();
+    let reg = w
+        .register_graph(RegisterGraphRequest {
+            graph,
+            ..Default::default()
+        })
+        .unwrap();
     let y_key = ParsedKey::new(&dev(0), incarnation, peer, "y:0").unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiting = mgr

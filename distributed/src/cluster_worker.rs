@@ -474,6 +474,9 @@ impl ClusterWorker {
     }
 }
 
+/// Runs when a call of a step has finished, with its result.
+type Ended = Box<dyn FnOnce(&StepResult) + Send>;
+
 impl ClusterWorker {
     /// Runs `calls` as one call of the step of `req` (`partial`: of a partial
     /// run, and whether it is the last); the result's `retvals` are the values
@@ -484,7 +487,7 @@ impl ClusterWorker {
         partial: Option<bool>,
         calls: Vec<TaskCall>,
         keys: Vec<String>,
-        ended: Option<Box<dyn FnOnce(&StepResult) + Send>>,
+        ended: Option<Ended>,
     ) -> CompletionReceiver<StepResult> {
         let step_id = req.step_id;
         let (tx, rx) = completion();
@@ -571,7 +574,7 @@ impl ClusterWorker {
         // were told).
         let partials = Arc::clone(&self.partials);
         let last = call.last;
-        let ended: Box<dyn FnOnce(&StepResult) + Send> = Box::new(move |r| {
+        let ended: Ended = Box::new(move |r| {
             if last || r.status.is_err() {
                 partials
                     .lock()

@@ -65,8 +65,11 @@ struct Piece {
     num_retvals: usize,
     /// A piece registered for partial runs: the rendezvous keys of its feeds'
     /// and fetches' client-terminated transfers, by `_Arg` and `_Retval` index.
-    partial_keys: Option<(Vec<String>, Vec<String>)>,
+    partial_keys: Option<PartialKeys>,
 }
+
+/// The rendezvous keys of a partial run's feeds and fetches, by index.
+type PartialKeys = (Vec<String>, Vec<String>);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -283,7 +286,7 @@ impl LocalWorker {
 
     /// `gd` with its `_Arg`s and `_Retval`s as client-terminated transfers on
     /// their devices, and their keys by index (see [`RegisterGraphRequest::partial`]).
-    fn client_terminate(&self, mut gd: GraphDef) -> Result<(GraphDef, (Vec<String>, Vec<String>))> {
+    fn client_terminate(&self, mut gd: GraphDef) -> Result<(GraphDef, PartialKeys)> {
         let mut args = Vec::new();
         let mut rets = Vec::new();
         for n in &mut gd.node {
