@@ -492,9 +492,13 @@ impl MasterState {
             .unwrap_or_else(|p| p.into_inner())
             .remove(handle)
             .ok_or_else(|| Status::aborted(format!("Session {handle} is not found.")))?;
-        tokio::task::spawn_blocking(move || s.session.close())
-            .await
-            .map_err(|e| Status::internal(format!("CloseSession: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            // Unfinished partial runs end (their steps aborted) before the session.
+            drop(std::mem::take(&mut *lock(&s.partial_runs)));
+            s.session.close()
+        })
+        .await
+        .map_err(|e| Status::internal(format!("CloseSession: {e}")))?
     }
 
     async fn list_devices(&self, handle: &str) -> Result<pb::ListDevicesResponse> {
@@ -564,6 +568,7 @@ impl MasterState {
             .map(|(_, s)| s)
             .collect();
         for s in all {
+            drop(std::mem::take(&mut *lock(&s.partial_runs)));
             let _ = s.session.close();
         }
     }

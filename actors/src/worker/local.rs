@@ -15,10 +15,10 @@ use std::time::Duration;
 use graph::passes::partition::{client_terminated, partition, PartitionDevice};
 use graph::{Graph, GraphDef, Node, OpRegistry, Result, Status};
 use kernels::{CallFrame, DeviceContext, KernelRegistry, OpKernel, ResourceMgr, StepContext};
-use rendezvous::{completion, CompletionReceiver, CompletionSender, FrameIter, LocalRendezvous};
+use rendezvous::{completion, CompletionReceiver, FrameIter, LocalRendezvous, ParsedKey};
 use rendezvous::{MailboxSender, Rendezvous, StepTables, Value};
-use rendezvous::{ParsedKey, RecvCallback};
 
+use super::partial_step::PartialStep;
 use super::{PartialCall, RegisterGraphRequest, RegisteredGraph, RunGraphRequest, WorkerInterface};
 use crate::device::{DeviceMsg, PartitionRun};
 use crate::executor::{ExecutorPlan, KernelCache};
@@ -73,85 +73,6 @@ type PartialKeys = (Vec<String>, Vec<String>);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Where a partial run's fetch value goes: taken by whichever comes first, the
-/// value or the end of the step.
-type Slot = Arc<Mutex<Option<CompletionSender<Result<Value>>>>>;
-
-/// A partial run in flight on this worker: its step's table, and the calls
-/// waiting for values in it.
-struct PartialStep {
-    rendezvous: Arc<dyn Rendezvous>,
-    state: Mutex<PartialState>,
-}
-
-#[derive(Default)]
-struct PartialState {
-    /// The step's outcome, taken by the last call.
-    done: Option<CompletionReceiver<StepResult>>,
-    /// The step has ended: a value not in the table now never will be.
-    finished: bool,
-    /// Fetches still waiting, by key.
-    waiting: Vec<(String, Slot)>,
-}
-
-fn never_produced(key: &str) -> Status {
-    Status::invalid_argument(format!(
-        "the step finished without producing a value for '{key}' (an untaken branch, or a fetch its graph never computes)"
-    ))
-}
-
-impl PartialStep {
-    /// The value under `key`, now or once the step sends it; an error once the
-    /// step has ended without it.
-    fn receive(&self, key: &str) -> Result<CompletionReceiver<Result<Value>>> {
-        let (k, fi) = ParsedKey::parse(key)?;
-        let (tx, rx) = completion();
-        // The lock orders this against the end of the step (see `finish`).
-        let mut st = lock(&self.state);
-        if st.finished {
-            let got = self
-                .rendezvous
-                .recv(&k, fi, &mut || Box::new(|_: Result<Value>| {}))
-                .unwrap_or_else(|| Err(never_produced(key)));
-            tx.complete(got);
-            return Ok(rx);
-        }
-        let slot: Slot = Arc::new(Mutex::new(Some(tx)));
-        let got = self.rendezvous.recv(&k, fi, &mut || -> RecvCallback {
-            let slot = Arc::clone(&slot);
-            Box::new(move |v| {
-                if let Some(tx) = lock(&slot).take() {
-                    tx.complete(v);
-                }
-            })
-        });
-        match got {
-            Some(v) => {
-                if let Some(tx) = lock(&slot).take() {
-                    tx.complete(v);
-                }
-            }
-            None => st.waiting.push((key.to_owned(), slot)),
-        }
-        Ok(rx)
-    }
-
-    /// The step ended: every fetch still waiting never gets a value (a failed
-    /// step's table was aborted first, which answered them with its error).
-    fn finish(&self) {
-        let waiting = {
-            let mut st = lock(&self.state);
-            st.finished = true;
-            std::mem::take(&mut st.waiting)
-        };
-        for (key, slot) in waiting {
-            if let Some(tx) = lock(&slot).take() {
-                tx.complete(Err(never_produced(&key)));
-            }
-        }
-    }
 }
 
 /// Per-op timeouts on the actor system's timer (no thread per timeout).
@@ -439,20 +360,17 @@ impl LocalWorker {
                 Some(ps) => Arc::clone(ps),
                 None => {
                     let rendezvous = self.step_rendezvous(step_id)?;
-                    let ps = Arc::new(PartialStep {
-                        rendezvous: Arc::clone(&rendezvous),
-                        state: Mutex::new(PartialState::default()),
-                    });
+                    let ps = Arc::new(PartialStep::new(Arc::clone(&rendezvous)));
                     let ended = Arc::clone(&ps);
                     let finish: Finisher = Box::new(move |_, _| ended.finish());
                     let done = self.start(&piece, req, rendezvous, Some(finish));
-                    lock(&ps.state).done = Some(done);
+                    ps.set_done(done);
                     partials.insert(step_id, Arc::clone(&ps));
                     ps
                 }
             }
         };
-        deliver_sends(&*ps.rendezvous, sends)?;
+        deliver_sends(&**ps.rendezvous(), sends)?;
         let waits = keyed
             .iter()
             .chain(&by_index)
@@ -488,7 +406,7 @@ impl LocalWorker {
                 result.retvals = values.collect();
             }
             if last {
-                let done = lock(&ps.state).done.take();
+                let done = ps.take_done();
                 let ended = match done {
                     Some(d) => d.await,
                     None => None,

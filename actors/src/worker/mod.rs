@@ -27,6 +27,7 @@ use crate::step::StepResult;
 
 #[cfg(feature = "runtime")]
 mod local;
+pub mod partial_step;
 #[cfg(feature = "runtime")]
 pub use local::LocalWorker;
 
