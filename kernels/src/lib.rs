@@ -1,5 +1,5 @@
 //! actorflow's kernels: the [`OpKernel`] traits, the [`KernelRegistry`], the
-//! resources kernels keep between steps, and the CPU kernels (ndarray, gemm).
+//! resources kernels keep between steps, and the CPU kernels (gemm for matrix products).
 //!
 //! - [`allocator`] — fallible tensor allocation under the device's limit.
 //! - [`entry`] — the values that travel along edges.

@@ -9,7 +9,7 @@
 //!
 //! Failures print `error: CODE: message` to standard error and exit with the
 //! error's canonical code number (`INVALID_ARGUMENT` → 3, `NOT_FOUND` → 5, …);
-//! command-line mistakes exit with clap's status 2 after its usage message.
+//! command-line mistakes exit with [`USAGE_EXIT`] (64, BSD's `EX_USAGE`) after the usage message.
 
 pub mod bench;
 pub mod inspect;

@@ -24,19 +24,28 @@ pub const BUFFER_ALIGNMENT: usize = 64;
 struct Chunk([u8; BUFFER_ALIGNMENT]);
 
 /// Why a buffer could not be allocated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AllocError {
     /// The size does not fit the address space (an overflowing shape product, or
     /// more than `isize::MAX` bytes).
-    #[error("the size overflows the address space")]
     CapacityOverflow,
     /// The allocator refused this many bytes.
-    #[error("the allocator refused {bytes} bytes")]
     OutOfMemory {
         /// The bytes asked for.
         bytes: usize,
     },
 }
+
+impl std::fmt::Display for AllocError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllocError::CapacityOverflow => f.write_str("the size overflows the address space"),
+            AllocError::OutOfMemory { bytes } => write!(f, "the allocator refused {bytes} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}
 
 /// Buffers at least this large ask the kernel for transparent huge pages: a
 /// 64 MiB tensor then costs 32 page faults instead of 16 384, which is most of
