@@ -1,5 +1,5 @@
 //! The masking TFRecord applies to the CRC-32C values it stores. The CRC itself is
-//! the checkpoint format's (`kernels::cpu::checkpoint::crc32c`, slice-by-8),
+//! the checkpoint format's (`kernels::cpu::checkpoint::crc32c`, hardware CRC-32C),
 //! re-exported here.
 
 pub use kernels::cpu::checkpoint::crc32c::crc32c;
