@@ -519,6 +519,40 @@ impl ClusterWorker {
         rx
     }
 
+    /// Each task's share of a call: the feeds it consumes (`feed` by `_Arg`
+    /// index; `None` for one this call does not give) and the fetches it
+    /// produces (by `_Retval` index). A task with neither is left out unless
+    /// `every_task`.
+    fn task_calls<'a>(
+        &self,
+        piece: &Piece,
+        feed: impl Fn(usize) -> Option<&'a Tensor>,
+        fetches: &[usize],
+        every_task: bool,
+    ) -> Vec<TaskCall> {
+        piece
+            .per_task
+            .iter()
+            .map(|(t, h)| TaskCall {
+                task: self.tasks[*t].clone(),
+                handle: h.clone(),
+                sends: piece
+                    .arg_keys
+                    .iter()
+                    .filter(|(_, task, _)| task == t)
+                    .filter_map(|(i, _, k)| Some((k.clone(), feed(*i)?.clone())))
+                    .collect(),
+                recv_keys: fetches
+                    .iter()
+                    .map(|i| &piece.retval_keys[*i])
+                    .filter(|(task, _)| task == t)
+                    .map(|(_, k)| k.clone())
+                    .collect(),
+            })
+            .filter(|c| every_task || !c.sends.is_empty() || !c.recv_keys.is_empty())
+            .collect()
+    }
+
     /// One call of a partial run: to every task when it starts or ends the run,
     /// else to the tasks it feeds or fetches from.
     fn run_partial(
@@ -545,31 +579,12 @@ impl ClusterWorker {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(step_id);
-        let calls: Vec<TaskCall> = piece
-            .per_task
-            .iter()
-            .map(|(t, h)| TaskCall {
-                task: self.tasks[*t].clone(),
-                handle: h.clone(),
-                sends: piece
-                    .arg_keys
-                    .iter()
-                    .filter(|(_, task, _)| task == t)
-                    .filter_map(|(i, _, k)| {
-                        let (_, v) = call.feeds.iter().find(|(j, _)| j == i)?;
-                        Some((k.clone(), v.clone()))
-                    })
-                    .collect(),
-                recv_keys: call
-                    .fetches
-                    .iter()
-                    .map(|i| &piece.retval_keys[*i])
-                    .filter(|(task, _)| task == t)
-                    .map(|(_, k)| k.clone())
-                    .collect(),
-            })
-            .filter(|c| first || call.last || !c.sends.is_empty() || !c.recv_keys.is_empty())
-            .collect();
+        let calls = self.task_calls(
+            piece,
+            |i| call.feeds.iter().find(|(j, _)| *j == i).map(|(_, v)| v),
+            &call.fetches,
+            first || call.last,
+        );
         // The run ends with its last call, or with a failed one (whose tasks
         // were told).
         let partials = Arc::clone(&self.partials);
@@ -720,26 +735,8 @@ impl WorkerInterface for ClusterWorker {
                 req.args.len()
             )));
         }
-        let calls: Vec<TaskCall> = piece
-            .per_task
-            .iter()
-            .map(|(t, h)| TaskCall {
-                task: self.tasks[*t].clone(),
-                handle: h.clone(),
-                sends: piece
-                    .arg_keys
-                    .iter()
-                    .filter(|(_, task, _)| task == t)
-                    .map(|(i, _, k)| (k.clone(), req.args[*i].clone()))
-                    .collect(),
-                recv_keys: piece
-                    .retval_keys
-                    .iter()
-                    .filter(|(task, _)| task == t)
-                    .map(|(_, k)| k.clone())
-                    .collect(),
-            })
-            .collect();
+        let fetches: Vec<usize> = (0..piece.retval_keys.len()).collect();
+        let calls = self.task_calls(piece.as_ref(), |i| req.args.get(i), &fetches, true);
         let keys: Vec<String> = piece.retval_keys.iter().map(|(_, k)| k.clone()).collect();
         Ok(self.launch(req, None, calls, keys, None))
     }

@@ -122,17 +122,8 @@ fn callables_are_made_run_and_released() {
     let y = ops::mul(&s.with_device("/job:worker/task:1"), &x, &x).unwrap();
     let z = ops::sum(&s, &y, &ops::scalar(&s, 0i32).unwrap(), false).unwrap();
     let gd = graph::import::graph_def_to_tf_proto(&s.graph_def());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = c.servers[0].local_addr();
+    let (rt, channel) = c.channel(0);
     rt.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
         let mut m = MasterServiceClient::new(channel);
         let handle = m
             .create_session(pb::CreateSessionRequest {

@@ -179,22 +179,13 @@ fn flatten(v: &Value, out: &mut Vec<f32>) {
 fn the_clients_calls_replayed_on_actorflow_give_tensorflows_answers() {
     let (calls, client) = recorded();
     let c = Cluster::start(&[("worker", 2)], 1);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = c.servers[0].local_addr();
+    let (rt, channel) = c.channel(0);
     let mut sessions: HashMap<String, String> = HashMap::new();
     let mut partials: HashMap<String, String> = HashMap::new();
     let mut callables: HashMap<i64, i64> = HashMap::new();
     let mut fetched: Vec<f32> = Vec::new();
     let mut replayed = 0;
     rt.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
         let mut m = MasterServiceClient::new(channel);
         for call in calls
             .iter()
@@ -288,17 +279,8 @@ fn the_clients_calls_replayed_on_actorflow_give_tensorflows_answers() {
 fn the_pieces_tensorflows_master_registered_register_with_an_actorflow_worker() {
     let (calls, _) = recorded();
     let c = Cluster::start(&[("worker", 2)], 1);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = c.servers[1].local_addr();
+    let (rt, channel) = c.channel(1);
     rt.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
         let mut w = WorkerServiceClient::new(channel);
         let mut registered = 0;
         for call in calls

@@ -40,6 +40,23 @@ impl Cluster {
         Cluster { servers, spec }
     }
 
+    /// A runtime for a test's own gRPC calls, and a channel to server `i`.
+    pub fn channel(&self, i: usize) -> (tokio::runtime::Runtime, tonic::transport::Channel) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let addr = self.servers[i].local_addr();
+        let channel = rt
+            .block_on(
+                tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                    .unwrap()
+                    .connect(),
+            )
+            .unwrap();
+        (rt, channel)
+    }
+
     pub fn target(&self, i: usize) -> String {
         self.servers[i].target()
     }
