@@ -9,14 +9,12 @@ use actorflow::graph::{bf16, f16};
 use actorflow::train::{self, Saver, SaverOptions, VarRef};
 use actorflow::{ops, Code, DType, Operation, Output, Scope, Session, SessionOptions, Tensor};
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "actorflow-checkpoint-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// An empty directory of its own, removed when the guard drops (a panic too).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("actorflow-checkpoint-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn files(d: &Path) -> Vec<String> {
@@ -159,7 +157,8 @@ fn read_all(sess: &Session, m: &Model) -> Vec<Tensor> {
 
 #[test]
 fn round_trip_into_a_fresh_session_is_bit_exact() {
-    let dir = scratch("roundtrip");
+    let tmp = scratch("roundtrip");
+    let dir = tmp.path();
     let m = model();
     let saver = Saver::new(&m.scope).unwrap();
     assert_eq!(saver.variables().len(), m.reads.len());
@@ -188,12 +187,12 @@ fn round_trip_into_a_fresh_session_is_bit_exact() {
     for ((name, _, want), got) in m.reads.iter().zip(read_all(&sess, &m)) {
         assert!(same_bits(&got, want), "{name}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn chosen_variables_only() {
-    let dir = scratch("chosen");
+    let tmp = scratch("chosen");
+    let dir = tmp.path();
     let m = model();
     let some: Vec<VarRef> = train::global_variables(&m.scope)
         .unwrap()
@@ -218,7 +217,6 @@ fn chosen_variables_only() {
         .map(|i| i.name)
         .collect();
     assert_eq!(names, ["res/step", "res/table"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A small model: one float variable and the global step, with a train op that
@@ -240,7 +238,8 @@ fn counter_model() -> (Scope, Operation, Operation, Output, Output) {
 
 #[test]
 fn keeps_the_newest_n_and_resumes_after_a_restart() {
-    let dir = scratch("keep");
+    let tmp = scratch("keep");
+    let dir = tmp.path();
     let (s, init, train_op, w, step) = counter_model();
     let saver = Saver::with_options(
         &s,
@@ -258,7 +257,7 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
         saver.save(&sess, &prefix, Some(i)).unwrap();
     }
     assert_eq!(
-        files(&dir),
+        files(dir),
         ["checkpoint", "model.ckpt-3", "model.ckpt-4"],
         "older checkpoints are deleted"
     );
@@ -274,7 +273,7 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
          all_model_checkpoint_paths: \"model.ckpt-3\"\n\
          all_model_checkpoint_paths: \"model.ckpt-4\"\n"
     );
-    let state = train::get_checkpoint_state(&dir).unwrap().unwrap();
+    let state = train::get_checkpoint_state(dir).unwrap().unwrap();
     assert_eq!(state.model_checkpoint_path, dir.join("model.ckpt-4"));
     // a restarted process: a new graph and session find and restore the latest
     let (s2, _init2, train2, w2, step2) = counter_model();
@@ -287,7 +286,7 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
     )
     .unwrap();
     let sess2 = session(&s2);
-    let latest = train::latest_checkpoint(&dir).unwrap().unwrap();
+    let latest = train::latest_checkpoint(dir).unwrap().unwrap();
     assert_eq!(latest, dir.join("model.ckpt-4"));
     saver2.restore(&sess2, &latest).unwrap();
     let out = sess2.run(&[], &[&w2.name(), &step2.name()], &[]).unwrap();
@@ -302,17 +301,17 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
     saver2.recover_last_checkpoints(&state.all_model_checkpoint_paths);
     sess2.run(&[], &[], &[train2.name()]).unwrap();
     saver2.save(&sess2, &prefix, Some(5)).unwrap();
-    assert_eq!(files(&dir), ["checkpoint", "model.ckpt-4", "model.ckpt-5"]);
+    assert_eq!(files(dir), ["checkpoint", "model.ckpt-4", "model.ckpt-5"]);
     // no state file, or one pointing at a deleted checkpoint: no latest
     assert_eq!(train::latest_checkpoint(dir.join("nowhere")).unwrap(), None);
     std::fs::remove_file(dir.join("model.ckpt-5")).unwrap();
-    assert_eq!(train::latest_checkpoint(&dir).unwrap(), None);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(train::latest_checkpoint(dir).unwrap(), None);
 }
 
 #[test]
 fn damaged_checkpoints_are_data_loss_naming_the_file() {
-    let dir = scratch("damaged");
+    let tmp = scratch("damaged");
+    let dir = tmp.path();
     let (s, init, train_op, _, _) = counter_model();
     let saver = Saver::new(&s).unwrap();
     let sess = session(&s);
@@ -352,12 +351,12 @@ fn damaged_checkpoints_are_data_loss_naming_the_file() {
     assert_eq!(e.code(), Code::NotFound);
     // the good one still restores, and the session is usable after the errors
     saver.restore(&fresh, &path).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_failed_save_leaves_the_previous_checkpoint_intact() {
-    let dir = scratch("failed");
+    let tmp = scratch("failed");
+    let dir = tmp.path();
     let (s, init, train_op, w, _) = counter_model();
     let saver = Saver::new(&s).unwrap();
     let sess = session(&s);
@@ -385,9 +384,9 @@ fn a_failed_save_leaves_the_previous_checkpoint_intact() {
     assert_eq!(std::fs::read(&first).unwrap(), first_bytes);
     assert_eq!(std::fs::read(dir.join("checkpoint")).unwrap(), state_before);
     assert_eq!(saver.last_checkpoints(), std::slice::from_ref(&first));
-    assert_eq!(train::latest_checkpoint(&dir).unwrap(), Some(first.clone()));
+    assert_eq!(train::latest_checkpoint(dir).unwrap(), Some(first.clone()));
     assert_eq!(
-        files(&dir),
+        files(dir),
         [
             ".model.ckpt-3.tmp-999-0",
             "blocker",
@@ -402,12 +401,12 @@ fn a_failed_save_leaves_the_previous_checkpoint_intact() {
         fresh.run(&[], &[&w.name()], &[]).unwrap()[0],
         Tensor::vector(&[1.0f32, 1.0])
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_mismatched_variable_is_a_clear_error() {
-    let dir = scratch("mismatch");
+    let tmp = scratch("mismatch");
+    let dir = tmp.path();
     let (s, init, _, _, _) = counter_model();
     let saver = Saver::new(&s).unwrap();
     let sess = session(&s);
@@ -443,7 +442,6 @@ fn a_mismatched_variable_is_a_clear_error() {
         Saver::new(&Scope::new()).unwrap_err().code(),
         Code::InvalidArgument
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The child side of `a_killed_save_leaves_a_loadable_checkpoint`: with
@@ -487,20 +485,35 @@ fn big_model() -> (Scope, Operation, Output, Output) {
     (s, fill.op().clone(), big.value, step)
 }
 
+/// Kills and reaps the child when dropped (a panicking test's too), so it has
+/// stopped writing before the directory it writes into is removed.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_killed_save_leaves_a_loadable_checkpoint() {
-    let dir = scratch("killed");
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "save_loop_child", "--test-threads=1"])
-        .env("ACTORFLOW_SAVE_LOOP_DIR", &dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let tmp = scratch("killed");
+    let dir = tmp.path();
+    // declared after `tmp`, so dropped (the child killed) before it
+    let mut child = KillOnDrop(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "save_loop_child", "--test-threads=1"])
+            .env("ACTORFLOW_SAVE_LOOP_DIR", dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // wait for a few saves, then kill it wherever it is (SIGKILL on Unix)
     let started = std::time::Instant::now();
     while !matches!(
-        train::get_checkpoint_state(&dir),
+        train::get_checkpoint_state(dir),
         Ok(Some(st)) if st.all_model_checkpoint_paths.len() >= 2
     ) {
         assert!(
@@ -510,12 +523,12 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     std::thread::sleep(std::time::Duration::from_millis(37));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     // the latest checkpoint loads, whole: every element is its step
     let (s, _, big, _) = big_model();
     let saver = Saver::new(&s).unwrap();
-    let latest = train::latest_checkpoint(&dir).unwrap().unwrap();
+    let latest = train::latest_checkpoint(dir).unwrap().unwrap();
     let sess = session(&s);
     saver.restore(&sess, &latest).unwrap();
     let v = sess.run(&[], &[&big.name()], &[]).unwrap()[0].clone();
@@ -533,7 +546,7 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
         latest.display()
     );
     // and so does every other checkpoint left (temporary files aside)
-    for f in files(&dir) {
+    for f in files(dir) {
         if f.starts_with("model.ckpt-") {
             train::CheckpointReader::open(dir.join(&f)).unwrap();
         } else {
@@ -545,10 +558,9 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
     saver
         .save(&sess, dir.join("model.ckpt"), Some(step as i64 + 1))
         .unwrap();
-    let left: Vec<String> = files(&dir)
+    let left: Vec<String> = files(dir)
         .into_iter()
         .filter(|f| f.starts_with('.'))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -50,11 +50,13 @@ fn fails(args: &[&str], code: i32, needle: &str) -> String {
     err
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("actorflow-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// An empty directory of its own, removed when the guard drops (a panic too);
+/// the `actorflow` runs writing into it are waited for while it lives.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("actorflow-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn s(p: &Path) -> &str {
@@ -127,8 +129,9 @@ fn arithmetic_graph(dir: &Path) -> PathBuf {
 
 #[test]
 fn run_prints_fetches_and_writes_npy_files() {
-    let dir = temp_dir("run");
-    let graph = arithmetic_graph(&dir);
+    let tmp = temp_dir("run");
+    let dir = tmp.path();
+    let graph = arithmetic_graph(dir);
     let feed = dir.join("x.npy");
     std::fs::write(&feed, npy_bytes("<f4", "(2,)", &f32_bytes(&[1.0, 2.0]))).unwrap();
     let out = dir.join("out");
@@ -170,7 +173,8 @@ fn run_prints_fetches_and_writes_npy_files() {
 
 #[test]
 fn run_tensorflow_graphs() {
-    let dir = temp_dir("tf");
+    let tmp = temp_dir("tf");
+    let dir = tmp.path();
     let feed = dir.join("x.npy");
     std::fs::write(
         &feed,
@@ -274,8 +278,9 @@ fn check_trace(path: &Path, steps: usize) {
 
 #[test]
 fn trace_writes_a_chrome_trace() {
-    let dir = temp_dir("trace");
-    let graph = two_device_graph(&dir);
+    let tmp = temp_dir("trace");
+    let dir = tmp.path();
+    let graph = two_device_graph(dir);
     let feed = dir.join("x.npy");
     npy::write_npy(&feed, &Tensor::vector(&[1.0f32, -2.0])).unwrap();
     let feed_arg = format!("x:0={}", s(&feed));
@@ -314,7 +319,8 @@ fn trace_writes_a_chrome_trace() {
 
 #[test]
 fn run_writes_tensorboard_summaries() {
-    let dir = temp_dir("summaries");
+    let tmp = temp_dir("summaries");
+    let dir = tmp.path();
     let sc = Scope::new();
     let zero = ops::scalar(&sc, 0.0f32).unwrap();
     let v = ops::Variable::new(&sc, "counter", &zero, false).unwrap();
@@ -362,8 +368,9 @@ fn run_writes_tensorboard_summaries() {
 
 #[test]
 fn inspect_shows_ops_placement_and_partitions() {
-    let dir = temp_dir("inspect");
-    let graph = two_device_graph(&dir);
+    let tmp = temp_dir("inspect");
+    let dir = tmp.path();
+    let graph = two_device_graph(dir);
     let dot = dir.join("g.dot");
     let svg = dir.join("g.svg");
     let o = actorflow(&[
@@ -468,8 +475,9 @@ fn help_for_every_subcommand() {
 
 #[test]
 fn errors_exit_with_their_code_and_message() {
-    let dir = temp_dir("errors");
-    let graph = arithmetic_graph(&dir);
+    let tmp = temp_dir("errors");
+    let dir = tmp.path();
+    let graph = arithmetic_graph(dir);
     let g = s(&graph);
     let missing = dir.join("missing.json");
     fails(&["run", s(&missing)], 5, "NOT_FOUND");

@@ -37,10 +37,12 @@ fn fixture() -> PathBuf {
     files.remove(0)
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("actorflow-tb-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// An empty directory of its own, removed when the guard drops (a panic too).
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("actorflow-tb-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn summary_of(e: &Event) -> &Summary {
@@ -143,7 +145,9 @@ fn summary_ops_in_a_session_match_tensorflows_output() {
 
 #[test]
 fn writer_round_trip() {
-    let dir = temp_dir("roundtrip");
+    let tmp = temp_dir("roundtrip");
+    // not there yet: the writer creates its log directory
+    let dir = tmp.path().join("logs");
     let s = Scope::new();
     let x = ops::placeholder(&s, DType::F32, Shape::known(&[3])).unwrap();
     summary_ops::summary_histogram(&s, "x", &x).unwrap();
@@ -206,7 +210,6 @@ fn writer_round_trip() {
     assert!(summary_of(&events[5]).value[0].metadata.is_some());
     assert!(summary_of(&events[6]).value[0].metadata.is_none());
     assert!(events.windows(2).all(|p| p[0].wall_time <= p[1].wall_time));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -231,8 +234,8 @@ fn truncated_or_corrupted_files_are_data_loss() {
     let junk = record::encode_record(&[0xff, 0xff, 0xff]);
     assert_eq!(parse_events(&junk).unwrap_err().code(), Code::DataLoss);
     // Through the file API, naming the file.
-    let dir = temp_dir("damaged");
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = temp_dir("damaged");
+    let dir = tmp.path();
     let p = dir.join("events.out.tfevents.0000000000.cut");
     std::fs::write(&p, &bytes[..bytes.len() - 1]).unwrap();
     let e = read_events(&p).unwrap_err();
@@ -245,5 +248,4 @@ fn truncated_or_corrupted_files_are_data_loss() {
         read_events(dir.join("missing")).unwrap_err().code(),
         Code::NotFound
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -161,8 +161,8 @@ fn bad_certificate_files_are_clear_errors() {
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("certificate"), "{e}");
 
-    let dir = std::env::temp_dir().join(format!("actorflow-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let ca = Ca::new();
     let cert = dir.join("cert.pem");
     let key = dir.join("key.pem");
@@ -193,5 +193,4 @@ fn bad_certificate_files_are_clear_errors() {
     o.peer_options.tls = Some(tls);
     let e = Server::start_with_listener(o, l).err().expect("a bad key");
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

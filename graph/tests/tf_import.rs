@@ -232,15 +232,14 @@ fn import_export_import_is_identity() {
             "{name} (text)"
         );
         let json = g.to_json().unwrap();
-        let dir = std::env::temp_dir().join(format!("actorflow-tf-import-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         for ext in ["pb", "pbtxt", "json"] {
             let path = dir.join(format!("{name}.{ext}"));
             save_graph_def(&path, &g).unwrap();
             assert_eq!(load_graph_def(&path, &opts).unwrap(), g, "{name}.{ext}");
         }
         assert_eq!(GraphDef::from_json(&json).unwrap(), g);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

@@ -230,15 +230,14 @@ fn rejects_malformed_headers() {
 
 #[test]
 fn files_on_disk_name_the_path() {
-    let dir = std::env::temp_dir().join(format!("af-npy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let p = dir.join("t.npy");
     write_npy(&p, &Tensor::vector(&[1u8, 2])).unwrap();
     assert_eq!(read_npy(&p).unwrap(), Tensor::vector(&[1u8, 2]));
     let e = read_npy(dir.join("missing.npy")).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     assert!(e.message().contains("missing.npy"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Zero-width elements take nothing from the file: a header alone must not

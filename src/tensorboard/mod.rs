@@ -19,8 +19,8 @@
 //! let merged = summary::merge_all_summaries(&s).unwrap().unwrap();
 //! let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
 //!
-//! let dir = std::env::temp_dir().join(format!("af-tb-doc-{}", std::process::id()));
-//! let mut w = FileWriter::new(&dir).unwrap();
+//! let tmp = tempfile::tempdir().unwrap(); // removed when dropped
+//! let mut w = FileWriter::new(tmp.path()).unwrap();
 //! w.add_graph(&s.graph_def()).unwrap();
 //! for step in 0..3 {
 //!     let out = sess
@@ -31,7 +31,6 @@
 //! let path = w.path().to_owned();
 //! w.close().unwrap();
 //! assert_eq!(read_events(&path).unwrap().len(), 5); // version, graph, 3 summaries
-//! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 //!
 //! # Checking a file with TensorBoard's own reader

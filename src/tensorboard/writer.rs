@@ -62,15 +62,14 @@ fn hostname() -> String {
 /// # Examples
 /// ```
 /// use actorflow::tensorboard::{read_events, FileWriter};
-/// let dir = std::env::temp_dir().join(format!("af-doc-{}", std::process::id()));
-/// let mut w = FileWriter::new(&dir).unwrap();
+/// let tmp = tempfile::tempdir().unwrap(); // removed when dropped
+/// let mut w = FileWriter::new(tmp.path()).unwrap();
 /// w.add_scalar("loss", 0.5, 1).unwrap();
 /// w.add_histogram("weights", &[0.1, 0.2, -1.0], 1).unwrap();
 /// let path = w.path().to_owned();
 /// w.close().unwrap();
 /// let events = read_events(&path).unwrap();
 /// assert_eq!(events.len(), 3); // file_version, scalar, histogram
-/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct FileWriter {
     path: PathBuf,

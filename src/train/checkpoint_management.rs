@@ -227,12 +227,12 @@ mod tests {
     use super::*;
     use crate::train::saver::update_checkpoint_state;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("actorflow-ckpt-mgmt-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// An empty directory of its own, removed when the guard drops (a panic too).
+    fn scratch(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("actorflow-ckpt-mgmt-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     /// A restore that accepts the files holding "ok" and fails the others as
@@ -270,7 +270,8 @@ mod tests {
 
     #[test]
     fn falls_back_along_the_state_file_then_the_files_found() {
-        let d = scratch("order");
+        let tmp = scratch("order");
+        let d = tmp.path();
         let p = |n: &str| d.join(n);
         std::fs::write(p("model.ckpt-10"), b"ok").unwrap();
         std::fs::write(p("model.ckpt-20"), b"ok").unwrap();
@@ -285,9 +286,9 @@ mod tests {
             p("model.ckpt-30"),
             p("model.ckpt-40"),
         ];
-        update_checkpoint_state(&d, &listed[3], &listed).unwrap();
+        update_checkpoint_state(d, &listed[3], &listed).unwrap();
         let mut tried = Vec::new();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap();
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap();
         let LatestRestore::Restored {
             path,
             skipped,
@@ -317,7 +318,7 @@ mod tests {
         std::fs::write(p("model.ckpt-10"), b"damaged").unwrap();
         std::fs::write(p("model.ckpt-20"), b"damaged").unwrap();
         let mut tried = Vec::new();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap();
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap();
         let LatestRestore::Restored { path, kept, .. } = r else {
             panic!("{r:?}")
         };
@@ -328,34 +329,34 @@ mod tests {
         // a corrupt state file: the files found, warned about
         std::fs::write(p("checkpoint"), b"model_checkpoint_path \"x\"\n").unwrap();
         let mut tried = Vec::new();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap();
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap();
         assert!(
             matches!(r, LatestRestore::Restored { ref path, .. } if path == &p("model.ckpt-25")),
             "{r:?}"
         );
         assert_eq!(tried, [p("model.ckpt-30"), p("model.ckpt-25")]);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn nothing_readable_is_an_error_naming_each_failure() {
-        let d = scratch("none");
+        let tmp = scratch("none");
+        let d = tmp.path();
         let mut tried = Vec::new();
         // no directory, an empty one, and only an empty state file: no checkpoint
         let r = restore_newest_readable(&d.join("missing"), "model.ckpt", fake_restore(&mut tried));
         assert_eq!(r.unwrap(), LatestRestore::NoCheckpoint);
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried));
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried));
         assert_eq!(r.unwrap(), LatestRestore::NoCheckpoint);
         std::fs::write(d.join("checkpoint"), b"").unwrap();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried));
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried));
         assert_eq!(r.unwrap(), LatestRestore::NoCheckpoint);
         assert!(tried.is_empty());
 
         // a listed checkpoint that is gone, and a damaged file
         let gone = d.join("model.ckpt-2");
-        update_checkpoint_state(&d, &gone, std::slice::from_ref(&gone)).unwrap();
+        update_checkpoint_state(d, &gone, std::slice::from_ref(&gone)).unwrap();
         std::fs::write(d.join("model.ckpt-1"), b"damaged").unwrap();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap();
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap();
         let LatestRestore::NoneReadable { error, skipped } = r else {
             panic!("{r:?}")
         };
@@ -372,24 +373,23 @@ mod tests {
         // only a corrupt state file
         std::fs::remove_file(d.join("model.ckpt-1")).unwrap();
         std::fs::write(d.join("checkpoint"), b"garbage").unwrap();
-        let r = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap();
+        let r = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap();
         let LatestRestore::NoneReadable { error, skipped } = r else {
             panic!("{r:?}")
         };
         assert!(error.message().contains("state file"), "{error}");
         assert!(skipped.is_empty());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn other_errors_end_the_search() {
-        let d = scratch("mismatch");
+        let tmp = scratch("mismatch");
+        let d = tmp.path();
         std::fs::write(d.join("model.ckpt-1"), b"ok").unwrap();
         std::fs::write(d.join("model.ckpt-2"), b"mismatch").unwrap();
         let mut tried = Vec::new();
-        let e = restore_newest_readable(&d, "model.ckpt", fake_restore(&mut tried)).unwrap_err();
+        let e = restore_newest_readable(d, "model.ckpt", fake_restore(&mut tried)).unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
         assert_eq!(tried, [d.join("model.ckpt-2")]);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -88,16 +88,16 @@ impl Default for SaverOptions {
 /// let w = ops::Variable::new(&s, "w", &ops::constant(&s, Tensor::vector(&[1.0f32, 2.0])).unwrap(), true).unwrap();
 /// let init = train::global_variables_initializer(&s).unwrap();
 /// let saver = Saver::new(&s).unwrap();
-/// let dir = std::env::temp_dir().join(format!("saver-doc-{}", std::process::id()));
+/// let tmp = tempfile::tempdir().unwrap(); // removed when dropped
+/// let dir = tmp.path();
 /// let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
 /// sess.run(&[], &[], &[init.name()]).unwrap();
 /// let path = saver.save(&sess, dir.join("model.ckpt"), Some(1)).unwrap();
-/// assert_eq!(train::latest_checkpoint(&dir).unwrap(), Some(path.clone()));
+/// assert_eq!(train::latest_checkpoint(dir).unwrap(), Some(path.clone()));
 /// // a fresh session over the same graph gets the values back
 /// let fresh = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
 /// saver.restore(&fresh, &path).unwrap();
 /// assert_eq!(fresh.run(&[], &[&w.value.name()], &[]).unwrap()[0], Tensor::vector(&[1.0f32, 2.0]));
-/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug)]
 pub struct Saver {

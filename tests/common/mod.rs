@@ -1,27 +1,25 @@
 //! Helpers shared by integration tests (`mod common;`).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A temporary directory, unique per test binary, call and `tag`, removed on drop.
+/// A temporary directory, unique per test binary, call and `tag` (a name
+/// `tempfile` picks, so concurrent runs never share one), removed on drop, a
+/// panicking test's too. A `TempDir(path)` built by hand is removed as well.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     /// A fresh, empty directory.
     pub fn new(tag: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
         let binary = std::env::current_exe()
             .ok()
             .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        let p = std::env::temp_dir().join(format!(
-            "af_{binary}_{tag}_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("af_{binary}_{tag}_"))
+            .tempdir()
+            .unwrap();
+        // Drop below removes it; `.0` stays a plain path for the tests.
+        TempDir(dir.keep())
     }
 
     /// Writes `contents` to `name` in the directory; returns its path.

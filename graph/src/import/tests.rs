@@ -200,8 +200,8 @@ fn json_goes_through_the_same_checks() {
 
 #[test]
 fn files_by_extension() {
-    let dir = std::env::temp_dir().join(format!("actorflow-import-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let opts = ImportOptions::default();
     let e = load_graph_def(&dir.join("missing.pb"), &opts).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
@@ -222,7 +222,6 @@ fn files_by_extension() {
     let upper = dir.join("g.PBTXT");
     std::fs::write(&upper, CONST).unwrap();
     assert_eq!(load_graph_def(&upper, &opts).unwrap().node.len(), 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Attributes out of the range TensorFlow accepts are INVALID_ARGUMENT naming the

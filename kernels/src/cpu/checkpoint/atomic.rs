@@ -173,12 +173,12 @@ pub fn write_atomically(
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("actorflow-atomic-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// An empty directory of its own, removed when the guard drops (a panic too).
+    fn scratch(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("actorflow-atomic-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     fn entries(d: &Path) -> Vec<String> {
@@ -192,7 +192,8 @@ mod tests {
 
     #[test]
     fn replaces_or_leaves_the_old_file() {
-        let d = scratch("replace");
+        let tmp = scratch("replace");
+        let d = tmp.path();
         let p = d.join("f");
         write_atomically(&p, false, |w| Ok(w.write_all(b"one")?)).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"one");
@@ -204,7 +205,7 @@ mod tests {
         .unwrap_err();
         assert!(e.message().contains("disk on fire"));
         assert_eq!(std::fs::read(&p).unwrap(), b"one");
-        assert_eq!(entries(&d), ["f"]);
+        assert_eq!(entries(d), ["f"]);
         write_atomically(&p, false, |w| Ok(w.write_all(b"two")?)).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         // a missing directory is an error unless asked to create it
@@ -215,8 +216,7 @@ mod tests {
         // a rename onto a directory fails after the write: nothing is left behind
         let e = write_atomically(&d.join("sub"), false, |w| Ok(w.write_all(b"y")?)).unwrap_err();
         assert!(e.message().contains("renaming"), "{e}");
-        assert_eq!(entries(&d), ["f", "sub"]);
-        let _ = std::fs::remove_dir_all(&d);
+        assert_eq!(entries(d), ["f", "sub"]);
     }
 
     #[test]
@@ -253,7 +253,8 @@ mod tests {
 
     #[test]
     fn only_stale_temporaries_of_chosen_targets_are_removed() {
-        let d = scratch("stale");
+        let tmp = scratch("stale");
+        let d = tmp.path();
         // 2^22 + 1 is above Linux's PID_MAX_LIMIT: no such process runs.
         let dead = 4_194_305u32;
         let me = std::process::id();
@@ -269,10 +270,10 @@ mod tests {
             let f = File::create(d.join(n)).unwrap();
             f.set_modified(old).unwrap();
         }
-        let removed = remove_stale_temporaries(&d, |t| t == "a");
+        let removed = remove_stale_temporaries(d, |t| t == "a");
         assert_eq!(removed, [d.join(format!(".a.tmp-{dead}-0"))]);
         assert_eq!(
-            entries(&d),
+            entries(d),
             [
                 format!(".a.tmp-{me}-1"),
                 format!(".b.tmp-{dead}-0"),
@@ -281,6 +282,5 @@ mod tests {
             ]
         );
         assert!(remove_stale_temporaries(&d.join("missing"), |_| true).is_empty());
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -1,7 +1,7 @@
 //! The checkpoint format and kernels: bit-exact round trips, every kind of damage
 //! as `DataLoss`, and the kernels' errors.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use graph::{bf16, f16, Code, DType, NodeDef, Tensor};
 
@@ -11,11 +11,12 @@ use crate::cpu::checkpoint::format::{
 };
 use crate::testutil::run_node;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("actorflow-ckpt-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// An empty directory of its own, removed when the guard drops (a panic too).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("actorflow-ckpt-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn samples() -> Vec<(&'static str, Tensor)> {
@@ -67,7 +68,8 @@ fn write(path: &Path, tensors: &[(&str, Tensor)]) {
 
 #[test]
 fn round_trip_is_bit_exact() {
-    let d = scratch("roundtrip");
+    let tmp = scratch("roundtrip");
+    let d = tmp.path();
     let p = d.join("model.ckpt-1");
     let tensors = samples();
     write(&p, &tensors);
@@ -90,12 +92,12 @@ fn round_trip_is_bit_exact() {
     rev.reverse();
     write(&q, &rev);
     assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&q).unwrap());
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn truncation_and_bit_flips_are_data_loss() {
-    let d = scratch("damage");
+    let tmp = scratch("damage");
+    let d = tmp.path();
     let p = d.join("ckpt");
     write(&p, &samples());
     let good = std::fs::read(&p).unwrap();
@@ -148,12 +150,12 @@ fn truncation_and_bit_flips_are_data_loss() {
     assert!(e.message().contains("not an actorflow checkpoint"), "{e}");
     let e = CheckpointReader::open(d.join("missing")).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn a_newer_version_is_unimplemented_not_corruption() {
-    let d = scratch("version");
+    let tmp = scratch("version");
+    let d = tmp.path();
     let p = d.join("ckpt");
     write(&p, &samples()[..2]);
     let mut b = std::fs::read(&p).unwrap();
@@ -170,7 +172,6 @@ fn a_newer_version_is_unimplemented_not_corruption() {
     b[n + 8] ^= 1;
     std::fs::write(&p, &b).unwrap();
     assert_eq!(read_index(&p).unwrap_err().code(), Code::DataLoss);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Damage the checksums would catch first, resealed so the structural checks see
@@ -249,7 +250,8 @@ fn restore_node(dtypes: &[DType]) -> NodeDef {
 
 #[test]
 fn save_and_restore_kernels() {
-    let d = scratch("kernels");
+    let tmp = scratch("kernels");
+    let d = tmp.path();
     let p = d.join("sub/dir/model.ckpt");
     let prefix = Tensor::string_scalar(p.display().to_string());
     let w = Tensor::new(&[4, 3], (0..12).map(|i| i as f32).collect()).unwrap();
@@ -347,12 +349,12 @@ fn save_and_restore_kernels() {
     )
     .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn restore_of_a_damaged_file_is_data_loss() {
-    let d = scratch("kernel-damage");
+    let tmp = scratch("kernel-damage");
+    let d = tmp.path();
     let p = d.join("ckpt");
     write(&p, &samples());
     let mut b = std::fs::read(&p).unwrap();
@@ -369,5 +371,4 @@ fn restore_of_a_damaged_file_is_data_loss() {
     .unwrap_err();
     assert_eq!(e.code(), Code::DataLoss);
     assert!(e.message().contains(&p.display().to_string()), "{e}");
-    let _ = std::fs::remove_dir_all(&d);
 }

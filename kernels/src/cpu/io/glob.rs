@@ -198,7 +198,11 @@ mod tests {
 
     #[test]
     fn globs_directories_level_by_level() {
-        let dir = std::env::temp_dir().join(format!("af_glob_{}", std::process::id()));
+        let tmp = tempfile::Builder::new()
+            .prefix("af_glob_")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let d = dir.to_str().unwrap().to_owned();
         for sub in ["x1", "x2", "y"] {
             fs::create_dir_all(dir.join(sub)).unwrap();
@@ -225,6 +229,5 @@ mod tests {
         assert!(matching_paths(&format!("{d}/nope*")).is_empty());
         assert!(matching_paths(&format!("{d}/missing/*")).is_empty());
         assert!(matching_paths("").is_empty());
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

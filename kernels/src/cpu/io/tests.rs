@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use graph::{Code, DType, NodeDef, Result, Shape, Tensor};
@@ -7,27 +7,26 @@ use crate::op_kernel::StepContext;
 use crate::testutil::{run_node, run_node_in, test_device, test_step};
 use crate::Entry;
 
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
+/// A temporary directory of its own, removed on drop (a panicking test too).
+struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("af_io_{tag}_{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
+        let d = tempfile::Builder::new()
+            .prefix(&format!("af_io_{tag}_"))
+            .tempdir()
+            .unwrap();
+        TempDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 
     fn file(&self, name: &str, contents: &[u8]) -> String {
-        let p = self.0.join(name);
+        let p = self.path().join(name);
         std::fs::write(&p, contents).unwrap();
         p.to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -204,7 +203,7 @@ fn fixed_length_records_with_header_footer_and_hop() {
 fn missing_files_are_not_found_and_skipped() {
     let d = TempDir::new("missing");
     let ok = d.file("ok.txt", b"1\n2\n");
-    let gone = format!("{}/gone.txt", d.0.display());
+    let gone = format!("{}/gone.txt", d.path().display());
     let dev = test_device();
     let step = test_step(&dev);
     let q = filename_queue(&step);
@@ -343,7 +342,7 @@ fn matching_files_sorts_all_patterns() {
     let b = d.file("b.csv", b"");
     let a = d.file("a.csv", b"");
     let t = d.file("t.txt", b"");
-    let dir = d.0.display().to_string();
+    let dir = d.path().display().to_string();
     let node = NodeDef::new("m", "MatchingFiles").with_input("p");
     let pats =
         Tensor::from_strings(&[2], vec![format!("{dir}/*.txt"), format!("{dir}/?.csv")]).unwrap();
