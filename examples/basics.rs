@@ -25,10 +25,7 @@ fn main() -> actorflow::Result<()> {
 
     let sess = Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: 2,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(2),
     )?;
     sess.run(&[], &[], &[w.initializer.name()])?;
     let xv = Tensor::vector(&[1.0f32, 1.0, 2.0]);

@@ -26,7 +26,7 @@ use actorflow::ops::{self, DecodeCsvOptions, ReaderOptions, ShuffleBatchOptions}
 use actorflow::train::{
     get_or_create_global_step, AdamOptimizer, MonitoredTrainingSession, Optimizer, TrainingConfig,
 };
-use actorflow::{DType, Output, Result, RunOptions, Scope, Status, Tensor, TraceLevel};
+use actorflow::{DType, Output, Result, RunArgs, RunOptions, Scope, Status, Tensor, TraceLevel};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -306,11 +306,10 @@ pub fn run(cfg: &Config) -> Result<f64> {
         bar.set_message(format!("loss {last:.4}"));
         if !traced {
             // one traced step for Perfetto
-            let opts = RunOptions {
-                trace_level: TraceLevel::FullTrace,
-                ..Default::default()
-            };
-            let out = sess.session().run_with(&opts, &[], &[&loss], &[])?;
+            let opts = RunOptions::default().with_trace_level(TraceLevel::FullTrace);
+            let out = sess
+                .session()
+                .run_with(&RunArgs::new().fetch(&loss).options(opts.clone()))?;
             if let Some(md) = out.metadata {
                 if let Some(dir) = cfg.trace.parent() {
                     let _ = std::fs::create_dir_all(dir);

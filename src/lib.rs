@@ -5,17 +5,25 @@
 //! run steps with feeds and fetches:
 //!
 //! ```
-//! use actorflow::{ops, DType, Scope, Session, SessionOptions, Shape, Tensor};
+//! use actorflow::{ops, DType, RunArgs, Scope, Session, SessionOptions, Shape, Tensor};
 //!
 //! let s = Scope::new();
-//! let x = ops::placeholder(&s, DType::F32, Shape::known(&[2])).unwrap();
-//! let w = ops::constant(&s, Tensor::vector(&[3.0f32, 4.0])).unwrap();
-//! let y = ops::mul(&s, &x, &w).unwrap();
+//! let x = ops::placeholder(&s, DType::F32, Shape::known(&[2]))?;
+//! let w = ops::constant(&s, Tensor::vector(&[3.0f32, 4.0]))?;
+//! let y = ops::mul(&s, &x, &w)?;
 //!
-//! let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-//! let out = sess.run(&[(&x.name(), Tensor::vector(&[1.0f32, 2.0]))], &[&y.name()], &[]).unwrap();
-//! assert_eq!(out[0], Tensor::vector(&[3.0f32, 8.0]));
+//! let sess = Session::new(&s.graph_def(), SessionOptions::default())?;
+//! let mut args = RunArgs::new().feed(&x, Tensor::vector(&[1.0f32, 2.0]));
+//! let y_token = args.add_fetch(&y);
+//! let out = sess.run_with(&args)?;
+//! assert_eq!(out.get::<f32>(y_token)?.as_slice(), Some(&[3.0f32, 8.0][..]));
+//! # Ok::<(), actorflow::Status>(())
 //! ```
+//!
+//! A graph from a file (TensorFlow's `.pb` or `.pbtxt`) is run by tensor and node
+//! names: `Session::from_file("model.pb", SessionOptions::default())?.run(&[("x:0",
+//! t)], &["y:0"], &[])?`. Errors are [`Status`]es with TensorFlow's canonical
+//! [`Code`]s and the failing node's name.
 //!
 //! The layers are crates, re-exported here: [`graph`] (tensors, ops, graphs, passes),
 //! [`kernels`] (kernels and resources), [`rendezvous`] (exchange points and the sync
@@ -38,11 +46,17 @@ pub use rendezvous;
 
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
 pub use actors::{
-    CompiledStep, PartialRun, RunMetadata, RunOptions, RunOutput, RunRequest, Runtime,
-    RuntimeOptions, Session, SessionBackend, SessionOptions, TraceLevel,
+    CompiledStep, PartialRun, RunArgs, RunMetadata, RunOptions, RunOutput, Runtime, RuntimeOptions,
+    Session, SessionBackend, SessionOptions, TraceLevel,
 };
 pub use distributed::{ClusterSpec, Connect, Server, ServerOptions};
-pub use graph::builder::{Operation, Output, Scope};
+pub use graph::builder::{NodeRef, Operation, Output, Scope, TensorRef};
+pub use graph::import::{GraphFormat, ImportOptions};
 pub use graph::{
     ops, Code, DType, DeviceName, GraphDef, NodeDef, Result, Shape, Status, Tensor, TensorShape,
 };
+
+/// The README's code, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

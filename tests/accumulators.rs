@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use actorflow::ops::{self, AccumulatorOptions, ConditionalAccumulator, ReductionType};
-use actorflow::{Code, DType, Output, RunOptions, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{
+    Code, DType, Output, RunArgs, RunOptions, Scope, Session, SessionOptions, Shape, Tensor,
+};
 
 /// Every blocking run in these tests gives up after this long.
 const BOUND: Duration = Duration::from_secs(20);
@@ -60,10 +62,7 @@ fn accumulator(resource: bool, reduction: ReductionType, shape: Shape) -> Acc {
 }
 
 fn bounded() -> RunOptions {
-    RunOptions {
-        timeout: Some(BOUND),
-        ..Default::default()
-    }
+    RunOptions::default().with_timeout(BOUND)
 }
 
 impl Acc {
@@ -73,23 +72,21 @@ impl Acc {
 
     fn apply(&self, sess: &Session, step: i64, g: Tensor) -> actorflow::Result<()> {
         sess.run_with(
-            &bounded(),
-            &[
-                (&self.grad.name(), g),
-                (&self.local_step.name(), Tensor::scalar(step)),
-            ],
-            &[],
-            &[&self.apply],
+            &RunArgs::new()
+                .feed(&self.grad, g)
+                .feed(&self.local_step, Tensor::scalar(step))
+                .target(&self.apply)
+                .options(bounded()),
         )
         .map(|_| ())
     }
 
     fn take(&self, sess: &Session, n: i32, opts: &RunOptions) -> actorflow::Result<Tensor> {
         sess.run_with(
-            opts,
-            &[(&self.num_required.name(), Tensor::scalar(n))],
-            &[&self.take.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&self.num_required, Tensor::scalar(n))
+                .fetch(&self.take)
+                .options(opts.clone()),
         )
         .map(|mut o| o.outputs.remove(0))
     }
@@ -176,8 +173,13 @@ fn a_waiting_take_completes_when_another_step_applies() {
         a.apply(&sess, 0, Tensor::vector(&[2.0f32, 2.0])).unwrap();
         let (s2, take, n) = (sess.clone(), a.take.name(), a.num_required.name());
         let waiter = std::thread::spawn(move || {
-            s2.run_with(&bounded(), &[(&n, Tensor::scalar(2i32))], &[&take], &[])
-                .map(|mut o| o.outputs.remove(0))
+            s2.run_with(
+                &RunArgs::new()
+                    .feed(&n, Tensor::scalar(2i32))
+                    .fetch(&take)
+                    .options(bounded()),
+            )
+            .map(|mut o| o.outputs.remove(0))
         });
         // the take waits: the device runs other steps meanwhile
         std::thread::sleep(Duration::from_millis(50));
@@ -196,10 +198,7 @@ fn a_step_timeout_abandons_the_take_and_the_session_stays_usable() {
         let a = accumulator(resource, ReductionType::Mean, Shape::known(&[2]));
         let sess = a.session();
         a.apply(&sess, 0, Tensor::vector(&[1.0f32, 1.0])).unwrap();
-        let short = RunOptions {
-            timeout: Some(Duration::from_millis(100)),
-            ..Default::default()
-        };
+        let short = RunOptions::default().with_timeout(Duration::from_millis(100));
         let t = Instant::now();
         let e = a.take(&sess, 5, &short).unwrap_err();
         assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
@@ -243,7 +242,7 @@ fn accumulators_with_one_shared_name_are_one() {
     let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
     sess.run(&[], &[], &[apply.name()]).unwrap();
     let out = sess
-        .run_with(&bounded(), &[], &[&take.name()], &[])
+        .run_with(&RunArgs::new().fetch(&take).options(bounded()))
         .unwrap();
     assert_eq!(out.outputs[0], Tensor::scalar(4.0f64));
     let e = sess.run(&[], &[&count_c.name()], &[]).unwrap_err();

@@ -8,7 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use actorflow::ops::{self, QueueOptions};
-use actorflow::{Code, Connect, DType, RunOptions, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{
+    Code, Connect, DType, RunArgs, RunOptions, Scope, Session, SessionOptions, Shape, Tensor,
+};
 
 /// A server process, killed on drop.
 struct Proc(Child);
@@ -107,7 +109,7 @@ fn a_worker_killed_mid_step_fails_the_step_within_the_bound_and_a_restart_recove
         std::thread::spawn(move || {
             // Waits on task 1's empty queue until task 1 dies.
             let t0 = Instant::now();
-            let r = sess.run_with(&RunOptions::default(), &[], &[&name], &[]);
+            let r = sess.run_with(&RunArgs::new().fetch(&name).options(RunOptions::default()));
             (r, t0.elapsed())
         })
     };

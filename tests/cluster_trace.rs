@@ -6,7 +6,7 @@ use std::net::TcpListener;
 
 use actorflow::trace::{chrome_trace_json, TRANSFER_CATEGORY};
 use actorflow::{
-    ops, ClusterSpec, Connect, DType, RunOptions, Scope, Server, ServerOptions, Session,
+    ops, ClusterSpec, Connect, DType, RunArgs, RunOptions, Scope, Server, ServerOptions, Session,
     SessionOptions, Shape, Tensor, TraceLevel,
 };
 use serde_json::Value;
@@ -41,16 +41,13 @@ fn a_traced_cluster_step_has_every_task_and_cross_task_flows() {
         SessionOptions::default(),
     )
     .unwrap();
-    let opts = RunOptions {
-        trace_level: TraceLevel::FullTrace,
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_trace_level(TraceLevel::FullTrace);
     let out = sess
         .run_with(
-            &opts,
-            &[(&x.name(), Tensor::scalar(3.0f32))],
-            &[&z.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&x, Tensor::scalar(3.0f32))
+                .fetch(&z)
+                .options(opts.clone()),
         )
         .unwrap();
     assert_eq!(out.outputs[0], Tensor::scalar(12.0f32));

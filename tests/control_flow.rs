@@ -279,10 +279,7 @@ fn a_loop_across_two_devices() {
         .unwrap();
         let sess = Session::new(
             &s.graph_def(),
-            SessionOptions {
-                cpu_devices: devices,
-                ..Default::default()
-            },
+            SessionOptions::default().with_cpu_devices(devices),
         )
         .unwrap();
         let mut want = 1.0f64;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use actorflow::graph::builder::{while_loop, WhileOptions};
 use actorflow::{
-    ops, Code, DType, Output, RunOptions, Scope, Session, SessionOptions, Shape, Tensor,
+    ops, Code, DType, Output, RunArgs, RunOptions, Scope, Session, SessionOptions, Shape, Tensor,
 };
 
 fn cpu(i: usize) -> String {
@@ -32,11 +32,9 @@ fn counter(s: &Scope, n: &Output) -> Output {
 fn session(s: &Scope, devices: usize, default_timeout: Option<Duration>) -> Session {
     Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: devices,
-            default_timeout,
-            ..Default::default()
-        },
+        SessionOptions::default()
+            .with_cpu_devices(devices)
+            .with_default_timeout(default_timeout),
     )
     .unwrap()
 }
@@ -58,15 +56,17 @@ fn a_deadline_stops_a_busy_loop() {
         .unwrap();
     assert_eq!(small[0], Tensor::scalar(3i32));
 
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(1)),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(1));
     let mut times = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
         let e = sess
-            .run_with(&opts, &[(&nn, Tensor::scalar(i32::MAX))], &[&on], &[])
+            .run_with(
+                &RunArgs::new()
+                    .feed(&nn, Tensor::scalar(i32::MAX))
+                    .fetch(&on)
+                    .options(opts.clone()),
+            )
             .unwrap_err();
         let took = t.elapsed();
         times.push(took);

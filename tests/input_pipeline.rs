@@ -16,8 +16,8 @@ use actorflow::ops::{
     self, BatchOptions, DecodeCsvOptions, QueueRunnerSpec, ReaderOptions, ShuffleBatchOptions,
 };
 use actorflow::{
-    start_queue_runners, Code, Coordinator, Output, RunOptions, Scope, Session, SessionOptions,
-    Tensor,
+    start_queue_runners, Code, Coordinator, Output, RunArgs, RunOptions, Scope, Session,
+    SessionOptions, Tensor,
 };
 
 #[allow(dead_code)]
@@ -164,11 +164,10 @@ fn shuffled(seed: Option<i64>) -> Vec<Vec<i32>> {
         );
     }
     // 50 left = min_after_dequeue: the next dequeue waits until the queue closes
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(100)),
-        ..Default::default()
-    };
-    let e = sess.run_with(&opts, &[], &[&deq], &[]).unwrap_err();
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(100));
+    let e = sess
+        .run_with(&RunArgs::new().fetch(&deq).options(opts.clone()))
+        .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
     sess.run(&[], &[], &[&b.runner.close_op]).unwrap();
     loop {

@@ -15,11 +15,7 @@ fn threads() -> usize {
 fn runtimes_shut_down_cleanly_and_steps_leave_no_rendezvous_behind() {
     let before = threads();
     {
-        let rt = Runtime::new(RuntimeOptions {
-            cpu_devices: 3,
-            ..Default::default()
-        })
-        .unwrap();
+        let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(3)).unwrap();
         assert!(threads() > before, "the runtime started threads");
         let s = Scope::new();
         let x =
@@ -54,10 +50,7 @@ fn runtimes_shut_down_cleanly_and_steps_leave_no_rendezvous_behind() {
         let c = ops::scalar(&s, 1i32).unwrap();
         let sess = Session::new(
             &s.graph_def(),
-            SessionOptions {
-                cpu_devices: 2,
-                ..Default::default()
-            },
+            SessionOptions::default().with_cpu_devices(2),
         )
         .unwrap();
         sess.run(&[], &[&c.name()], &[]).unwrap();

@@ -189,11 +189,7 @@ fn runtimes_created_and_dropped_leave_no_keys_behind() {
     let (xn, zn) = (x.name(), z.name());
     let keys = actorflow::rendezvous::key::live_keys;
     let cycle = || {
-        let rt = Runtime::new(RuntimeOptions {
-            cpu_devices: 2,
-            ..Default::default()
-        })
-        .unwrap();
+        let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).unwrap();
         let sess = Session::in_runtime(&rt, &graph, SessionOptions::default()).unwrap();
         let out = sess
             .run(&[(&xn, Tensor::scalar(2.0f32))], &[&zn], &[])

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actorflow::{
-    ops, Code, DType, Output, RunOptions, RunRequest, Scope, Session, SessionOptions, Shape, Tensor,
+    ops, Code, DType, Output, RunArgs, RunOptions, Scope, Session, SessionOptions, Shape, Tensor,
 };
 
 fn cpu(i: usize) -> String {
@@ -15,10 +15,7 @@ fn cpu(i: usize) -> String {
 fn session(s: &Scope, devices: usize) -> Session {
     Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: devices,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(devices),
     )
     .unwrap()
 }
@@ -145,11 +142,9 @@ fn explicit_placement_and_colocation_are_honoured() {
     // ... unless soft placement is on
     let soft = Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: 2,
-            allow_soft_placement: true,
-            ..Default::default()
-        },
+        SessionOptions::default()
+            .with_cpu_devices(2)
+            .with_allow_soft_placement(true),
     )
     .unwrap();
     assert_eq!(
@@ -191,12 +186,11 @@ async fn the_runtime_embeds_in_tokio() {
     let mut tasks = Vec::new();
     for i in 0..16 {
         let sess = sess.clone();
-        let (xn, yn) = (x.name(), y.name());
+        let req = RunArgs::new()
+            .feed(&x, Tensor::vector(&[i as f64, 1.0, 2.0]))
+            .fetch(&y);
         tasks.push(tokio::spawn(async move {
-            let req = RunRequest::new()
-                .feed(&xn, Tensor::vector(&[i as f64, 1.0, 2.0]))
-                .fetch(&yn);
-            sess.run_async(req).await.unwrap().outputs.remove(0)
+            sess.run_async(&req).await.unwrap().outputs.remove(0)
         }));
     }
     for (i, t) in tasks.into_iter().enumerate() {
@@ -262,13 +256,10 @@ fn a_timeout_cancels_a_step_that_would_never_finish() {
     let waiting = stuck_recv(&s, &cpu(1), "waiting");
     let ok = ops::scalar(&s.with_device(&cpu(0)), 2.0f32).unwrap();
     let sess = session(&s, 2);
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(50)),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(50));
     let t = std::time::Instant::now();
     let e = sess
-        .run_with(&opts, &[], &[&waiting.name()], &[])
+        .run_with(&RunArgs::new().fetch(&waiting).options(opts.clone()))
         .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
     assert!(t.elapsed() < Duration::from_secs(5));
@@ -279,11 +270,9 @@ fn a_timeout_cancels_a_step_that_would_never_finish() {
     // the session-wide default timeout applies too
     let sess = Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: 2,
-            default_timeout: Some(Duration::from_millis(30)),
-            ..Default::default()
-        },
+        SessionOptions::default()
+            .with_cpu_devices(2)
+            .with_default_timeout(Duration::from_millis(30)),
     )
     .unwrap();
     assert_eq!(
@@ -296,16 +285,13 @@ fn a_timeout_cancels_a_step_that_would_never_finish() {
 fn traced_steps_report_per_node_statistics() {
     let (s, x, y) = pinned_graph(&[cpu(0), cpu(1)]);
     let sess = session(&s, 2);
-    let opts = RunOptions {
-        trace_level: actorflow::TraceLevel::FullTrace,
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_trace_level(actorflow::TraceLevel::FullTrace);
     let out = sess
         .run_with(
-            &opts,
-            &[(&x.name(), Tensor::vector(&[1.0f64, 2.0, 3.0]))],
-            &[&y.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&x, Tensor::vector(&[1.0f64, 2.0, 3.0]))
+                .fetch(&y)
+                .options(opts.clone()),
         )
         .unwrap();
     let md = out.metadata.unwrap();
@@ -350,12 +336,10 @@ fn stateful_nodes_keep_their_device_across_steps_and_extensions() {
         let dequeued = ops::queue_dequeue(&s, &q, &[DType::F32]).unwrap().remove(0);
         let sess = Session::new(
             &s.graph_def(),
-            SessionOptions {
-                cpu_devices: devices,
-                random_placement_seed,
-                default_timeout: Some(Duration::from_secs(60)),
-                ..Default::default()
-            },
+            SessionOptions::default()
+                .with_cpu_devices(devices)
+                .with_random_placement_seed(random_placement_seed)
+                .with_default_timeout(Duration::from_secs(60)),
         )
         .unwrap();
         let device_of = |fetches: &[&str], targets: &[&str], node: &str| -> String {

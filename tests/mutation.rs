@@ -29,7 +29,7 @@ use actorflow::graph::import::{graph_def_from_tf_bytes, graph_def_from_tf_text, 
 use actorflow::graph::proto::{graph as pb, text};
 use actorflow::kernels::cpu::checkpoint::format::{read_index_from, reseal, write_checkpoint};
 use actorflow::kernels::cpu::checkpoint::CheckpointReader;
-use actorflow::{npy, Code, DType, GraphDef, RunOptions, Runtime, RuntimeOptions};
+use actorflow::{npy, Code, DType, GraphDef, RunArgs, RunOptions, Runtime, RuntimeOptions};
 use actorflow::{Session, SessionOptions, Status, Tensor};
 use prost::Message;
 
@@ -428,10 +428,7 @@ fn seeds(base: u64, n: u64) -> Vec<u64> {
 fn graph_mutant(rt: &Runtime, f: &GraphFixture, seed: u64, tally: &mut Tally) {
     CURRENT_SEED.store(seed, std::sync::atomic::Ordering::Relaxed);
     let mut rng = SplitMix64(seed);
-    let opts = ImportOptions {
-        max_tensor_bytes: MAX_BYTES,
-        ..Default::default()
-    };
+    let opts = ImportOptions::default().with_max_tensor_bytes(MAX_BYTES);
     let imported = tally.guard(seed, "import", || {
         if rng.below(4) == 0 {
             // Bytes of the file as it is.
@@ -467,18 +464,13 @@ fn graph_mutant(rt: &Runtime, f: &GraphFixture, seed: u64, tally: &mut Tally) {
 }
 
 fn run_graph(rt: &Runtime, f: &GraphFixture, gd: &GraphDef, seed: u64, tally: &mut Tally) {
-    let options = SessionOptions {
-        max_allocation_bytes: Some(MAX_BYTES),
-        default_timeout: Some(STEP_DEADLINE),
-        ..Default::default()
-    };
+    let options = SessionOptions::default()
+        .with_max_allocation_bytes(MAX_BYTES)
+        .with_default_timeout(STEP_DEADLINE);
     let Some(sess) = tally.result(seed, "session", Session::in_runtime(rt, gd, options)) else {
         return;
     };
-    let run = RunOptions {
-        timeout: Some(STEP_DEADLINE),
-        ..Default::default()
-    };
+    let run = RunOptions::default().with_timeout(STEP_DEADLINE);
     let every_node: Vec<String>;
     let targets = if f.fetches.is_empty() && f.targets.is_empty() {
         every_node = gd.node.iter().map(|n| n.name.clone()).collect();
@@ -487,16 +479,22 @@ fn run_graph(rt: &Runtime, f: &GraphFixture, gd: &GraphDef, seed: u64, tally: &m
         &f.targets
     };
     if !f.init.is_empty() {
-        let r = sess.run_with(&run, &[], &[], &refs(&f.init));
+        let init = RunArgs {
+            targets: f.init.clone(),
+            options: run.clone(),
+            ..Default::default()
+        };
+        let r = sess.run_with(&init);
         tally.result(seed, "init", r);
     }
-    let feeds: Vec<(&str, Tensor)> = f
-        .feeds
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.clone()))
-        .collect();
+    let step = RunArgs {
+        feeds: f.feeds.clone(),
+        fetches: f.fetches.clone(),
+        targets: targets.clone(),
+        options: run,
+    };
     let started = Instant::now();
-    let r = sess.run_with(&run, &feeds, &refs(&f.fetches), &refs(targets));
+    let r = sess.run_with(&step);
     let took = started.elapsed();
     // The deadline is the runtime's: a step may not outlive it by much (the
     // allowance covers a debug build's slowest kernels on a loaded machine).
@@ -508,10 +506,6 @@ fn run_graph(rt: &Runtime, f: &GraphFixture, gd: &GraphDef, seed: u64, tally: &m
     }
     tally.result(seed, "run", r);
     let _ = sess.close();
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
 }
 
 fn report(name: &str, tally: &Tally, started: Instant) {
@@ -550,11 +544,7 @@ fn assert_clean(name: &str, tally: &Tally, panics: &Mutex<Vec<String>>) {
 #[test]
 fn mutants_of_every_fixture_fail_cleanly() {
     let panics = count_panics();
-    let rt = Runtime::new(RuntimeOptions {
-        cpu_devices: 2,
-        ..Default::default()
-    })
-    .expect("a runtime starts");
+    let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).expect("a runtime starts");
 
     let started = Instant::now();
     let graphs = graph_fixtures();

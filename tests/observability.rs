@@ -12,8 +12,8 @@ use actorflow::graph::builder::{while_loop, WhileOptions};
 use actorflow::ops::{self, QueueOptions};
 use actorflow::trace::{ChromeTrace, NODE_CATEGORY, PARTITION_CATEGORY};
 use actorflow::{
-    dot, Code, DType, Output, RunMetadata, RunOptions, Scope, Session, SessionOptions, Shape,
-    Tensor, TraceLevel,
+    dot, Code, DType, Output, RunArgs, RunMetadata, RunOptions, Scope, Session, SessionOptions,
+    Shape, Tensor, TraceLevel,
 };
 use serde_json::Value;
 use tracing::field::{Field, Visit};
@@ -114,19 +114,13 @@ fn records() -> Arc<Mutex<Vec<Record>>> {
 fn two_devices(s: &Scope) -> Session {
     Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: 2,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(2),
     )
     .unwrap()
 }
 
 fn traced() -> RunOptions {
-    RunOptions {
-        trace_level: TraceLevel::FullTrace,
-        ..Default::default()
-    }
+    RunOptions::default().with_trace_level(TraceLevel::FullTrace)
 }
 
 /// x (fed, CPU:0) → y = 2x (CPU:0) → z = y + 1 (CPU:1) → w = z·z (CPU:0): two
@@ -153,10 +147,10 @@ fn run_ping_pong() -> (Session, RunMetadata) {
     let sess = two_devices(&p.s);
     let out = sess
         .run_with(
-            &traced(),
-            &[(&p.x.name(), Tensor::vector(&[1.0f32, -2.0]))],
-            &[&p.w.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&p.x, Tensor::vector(&[1.0f32, -2.0]))
+                .fetch(&p.w)
+                .options(traced()),
         )
         .unwrap();
     // (2x + 1)^2
@@ -174,11 +168,10 @@ fn spans_and_events_of_a_run() {
     let q = ops::fifo_queue(&s, &[DType::I32], &QueueOptions::default()).unwrap();
     let deq = ops::queue_dequeue(&s, &q, &[DType::I32]).unwrap().remove(0);
     let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(50)),
-        ..Default::default()
-    };
-    let e = sess.run_with(&opts, &[], &[&deq.name()], &[]).unwrap_err();
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(50));
+    let e = sess
+        .run_with(&RunArgs::new().fetch(&deq).options(opts.clone()))
+        .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded);
 
     let r = rec.lock().unwrap().clone();
@@ -441,7 +434,9 @@ fn chrome_trace_of_a_loop_across_devices_pairs_every_iteration() {
     let sess = two_devices(&s);
     let mut trace = ChromeTrace::new();
     for step in 0..2 {
-        let r = sess.run_with(&traced(), &[], &[&out.name()], &[]).unwrap();
+        let r = sess
+            .run_with(&RunArgs::new().fetch(&out).options(traced()))
+            .unwrap();
         assert_eq!(r.outputs[0], Tensor::scalar(6.0f64));
         trace.add_step(&format!("step {step}"), r.metadata.as_ref().unwrap());
     }
@@ -579,7 +574,7 @@ fn dot_of_partitions_placement_and_loops() {
     assert_eq!(text.matches("label=\"while: ").count(), 2);
     let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
     let r = sess
-        .run_with(&traced(), &[], &[&outer[1].name()], &[])
+        .run_with(&RunArgs::new().fetch(&outer[1]).options(traced()))
         .unwrap();
     assert_eq!(r.outputs[0], Tensor::scalar(12i32));
     let text = dot::partitions_to_dot(&r.metadata.unwrap().partition_graphs).unwrap();

@@ -15,12 +15,10 @@ fn sessions(s: &Scope) -> Vec<Session> {
         .map(|(devices, seed)| {
             Session::new(
                 &s.graph_def(),
-                SessionOptions {
-                    cpu_devices: devices,
-                    random_placement_seed: seed,
-                    default_timeout: Some(Duration::from_secs(30)),
-                    ..SessionOptions::default()
-                },
+                SessionOptions::default()
+                    .with_cpu_devices(devices)
+                    .with_random_placement_seed(seed)
+                    .with_default_timeout(Duration::from_secs(30)),
             )
             .unwrap()
         })

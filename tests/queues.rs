@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use actorflow::actors::input::{Coordinator, QueueRunner};
 use actorflow::ops::{self, QueueOptions};
 use actorflow::{
-    Code, DType, Output, RunOptions, Runtime, RuntimeOptions, Scope, Session, SessionOptions,
-    Shape, Tensor,
+    Code, DType, Output, RunArgs, RunOptions, Runtime, RuntimeOptions, Scope, Session,
+    SessionOptions, Shape, Tensor,
 };
 
 struct Q {
@@ -156,16 +156,13 @@ fn timeouts_fail_the_wait_and_lose_nothing() {
         "a full queue times out the enqueue"
     );
     // a step timeout cancels a waiting dequeue too (here: many on a short queue)
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(50)),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(50));
     let e = s
         .run_with(
-            &opts,
-            &[(&q.n.name(), Tensor::scalar(2i32))],
-            &[&q.deq_many.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&q.n, Tensor::scalar(2i32))
+                .fetch(&q.deq_many)
+                .options(opts.clone()),
         )
         .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
@@ -378,20 +375,16 @@ fn the_coordinator_propagates_the_first_error() {
 async fn queue_runners_as_tokio_tasks() {
     let (s, runner, fill, close_src, deq) = pipeline(2);
     let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-    sess.run_async(
-        actorflow::RunRequest::new()
-            .target(&fill)
-            .target(&close_src),
-    )
-    .await
-    .unwrap();
+    sess.run_async(&actorflow::RunArgs::new().target(&fill).target(&close_src))
+        .await
+        .unwrap();
     let coord = Coordinator::new();
     let tasks = runner.spawn_tasks(&sess, &coord);
     let mut total = 0i64;
     let mut count = 0;
     loop {
         match sess
-            .run_async(actorflow::RunRequest::new().fetch(&deq.name()))
+            .run_async(&actorflow::RunArgs::new().fetch(&deq))
             .await
         {
             Ok(o) => {

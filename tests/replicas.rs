@@ -20,10 +20,7 @@ const OUT: usize = 2;
 fn session(s: &Scope, devices: usize) -> Session {
     Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: devices,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(devices),
     )
     .expect("session")
 }

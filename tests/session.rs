@@ -307,10 +307,7 @@ fn an_output_over_the_allocation_limit_fails_its_step_by_node() {
     let tile = ops::tile(&s, &x, &multiples).unwrap();
     let sess = Session::new(
         &s.graph_def(),
-        SessionOptions {
-            max_allocation_bytes: Some(1 << 30),
-            ..Default::default()
-        },
+        SessionOptions::default().with_max_allocation_bytes(1 << 30),
     )
     .unwrap();
     let x2 = Tensor::vector(&[1.0f32, 2.0]);

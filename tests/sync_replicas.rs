@@ -19,7 +19,7 @@ use actorflow::train::{
     ReplicaDeviceSetter, SessionRunHook, SyncReplicasHook, SyncReplicasOptimizer, TrainingConfig,
     VarRef,
 };
-use actorflow::{Operation, Output, RunOptions, Scope, Session, SessionOptions, Tensor};
+use actorflow::{Operation, Output, RunArgs, RunOptions, Scope, Session, SessionOptions, Tensor};
 
 const LR: f64 = 0.05;
 const STEPS: usize = 6;
@@ -27,16 +27,18 @@ const STEPS: usize = 6;
 const DATA: [[(f32, f32); 2]; 2] = [[(1.0, 3.0), (2.0, 5.0)], [(3.0, 7.0), (4.0, 6.0)]];
 
 fn bounded() -> RunOptions {
-    RunOptions {
-        timeout: Some(Duration::from_secs(30)),
-        ..Default::default()
-    }
+    RunOptions::default().with_timeout(Duration::from_secs(30))
 }
 
 fn run(sess: &Session, fetches: &[&str], targets: &[&str]) -> Vec<Tensor> {
-    sess.run_with(&bounded(), &[], fetches, targets)
-        .unwrap_or_else(|e| panic!("{fetches:?} {targets:?}: {e}"))
-        .outputs
+    sess.run_with(&RunArgs {
+        fetches: fetches.iter().map(|s| s.to_string()).collect(),
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+        options: bounded(),
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| panic!("{fetches:?} {targets:?}: {e}"))
+    .outputs
 }
 
 fn scalar_f32(t: &Tensor) -> f64 {
@@ -156,10 +158,7 @@ fn two_replicas_and_a_chief_train_in_step() {
     }
     let sess = Session::new(
         &m.root.graph_def(),
-        SessionOptions {
-            cpu_devices: 3,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(3),
     )
     .unwrap();
     let ready = m.opts[0].ready_for_local_init_op().unwrap().name();
@@ -246,11 +245,9 @@ fn a_monitored_session_with_the_hook_trains_the_same() {
     let chief_hook = SyncReplicasHook::new(&m.opts[0], &m.root, true, 0).unwrap();
     let mut worker_hook = SyncReplicasHook::new(&m.opts[1], &m.root, false, 0).unwrap();
     let config = TrainingConfig {
-        session_options: SessionOptions {
-            cpu_devices: 3,
-            default_timeout: Some(Duration::from_secs(30)),
-            ..Default::default()
-        },
+        session_options: SessionOptions::default()
+            .with_cpu_devices(3)
+            .with_default_timeout(Duration::from_secs(30)),
         ..Default::default()
     };
     let mut mts =
@@ -301,10 +298,7 @@ fn the_hook_refuses_an_uninitialised_model() {
     let mut hook = SyncReplicasHook::new(&m.opts[1], &m.root, false, -1).unwrap();
     let sess = Session::new(
         &m.root.graph_def(),
-        SessionOptions {
-            cpu_devices: 3,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(3),
     )
     .unwrap();
     let e = hook.begin(&sess, 0).unwrap_err();

@@ -163,12 +163,10 @@ fn run_fixture(dir: &Path, answers: &str, layout: Layout) -> Result<(), String> 
     let graph = load_graph_def(&dir.join("graph.pb"), &ImportOptions::default())
         .map_err(|e| format!("import: {e}"))?;
     // The deadline is the runtime's own: a placement that hung a loop fails here.
-    let options = SessionOptions {
-        default_timeout: Some(Duration::from_secs(60)),
-        cpu_devices: layout.devices,
-        random_placement_seed: layout.random_seed,
-        ..SessionOptions::default()
-    };
+    let options = SessionOptions::default()
+        .with_default_timeout(Duration::from_secs(60))
+        .with_cpu_devices(layout.devices)
+        .with_random_placement_seed(layout.random_seed);
     let sess = Session::new(&graph, options).map_err(|e| format!("session: {e}"))?;
     let result = run_steps(&sess, dir, answers, &m);
     let _ = sess.close();

@@ -98,10 +98,7 @@ impl Fixture {
     fn run(&self, pb: &[u8]) -> Vec<Tensor> {
         let graph = graph_def_from_tf_bytes(pb, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{}: the export does not import back: {e}", self.name));
-        let options = SessionOptions {
-            default_timeout: Some(Duration::from_secs(60)),
-            ..SessionOptions::default()
-        };
+        let options = SessionOptions::default().with_default_timeout(Duration::from_secs(60));
         let sess = Session::new(&graph, options).expect("a session");
         for t in &self.init {
             sess.run(&[], &[], &[t.as_str()])

@@ -202,10 +202,7 @@ fn variables_on_two_devices_train_in_place() {
         let init = train::global_variables_initializer(s).unwrap();
         let sess = Session::new(
             &s.graph_def(),
-            SessionOptions {
-                cpu_devices: 2,
-                ..Default::default()
-            },
+            SessionOptions::default().with_cpu_devices(2),
         )
         .unwrap();
         sess.run(&[], &[], &[init.name()]).unwrap();

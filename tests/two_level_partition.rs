@@ -44,14 +44,7 @@ impl KernelSupport for AllKernels {
 fn reference(s: &Scope, feeds: &[(&Output, Tensor)], fetches: &[&Output]) -> Vec<Tensor> {
     let mut gd = s.graph_def();
     gd.node.iter_mut().for_each(|n| n.device.clear());
-    let sess = Session::new(
-        &gd,
-        SessionOptions {
-            cpu_devices: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let sess = Session::new(&gd, SessionOptions::default().with_cpu_devices(1)).unwrap();
     let names: Vec<String> = feeds.iter().map(|(o, _)| o.name()).collect();
     let feeds: Vec<(&str, Tensor)> = names
         .iter()
@@ -87,11 +80,7 @@ impl TwoLevel {
     /// `_Recv`s, each fetch gets a client-terminated `_Send` beside it), partitions
     /// it by location and registers each piece.
     fn new(s: &Scope, feeds: &[&Output], fetches: &[&Output]) -> TwoLevel {
-        let rt = Runtime::new(RuntimeOptions {
-            cpu_devices: 4,
-            ..Default::default()
-        })
-        .unwrap();
+        let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(4)).unwrap();
         let names: Vec<_> = rt.devices().iter().map(|d| d.name.clone()).collect();
         let pdevs: Vec<PartitionDevice> = rt
             .devices()

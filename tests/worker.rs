@@ -75,11 +75,7 @@ fn worker(rt: &Runtime) -> Arc<dyn WorkerInterface> {
 
 #[test]
 fn feeds_and_fetches_travel_by_rendezvous_key() {
-    let rt = Runtime::new(RuntimeOptions {
-        cpu_devices: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).unwrap();
     let w = worker(&rt);
     let reg = w
         .register_graph(RegisterGraphRequest {
@@ -143,11 +139,7 @@ fn feeds_and_fetches_travel_by_rendezvous_key() {
 
 #[test]
 fn a_step_is_aborted_from_outside_or_by_its_deadline() {
-    let rt = Runtime::new(RuntimeOptions {
-        cpu_devices: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).unwrap();
     let w = worker(&rt);
     let reg = w
         .register_graph(RegisterGraphRequest {
@@ -186,11 +178,7 @@ fn a_step_is_aborted_from_outside_or_by_its_deadline() {
 
 #[test]
 fn unknown_handles_and_foreign_devices_are_clear_errors() {
-    let rt = Runtime::new(RuntimeOptions {
-        cpu_devices: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).unwrap();
     let w = worker(&rt);
     let mut g = piece();
     g.node[1].device = "/job:ps/replica:0/task:3/device:CPU:0".into();
@@ -230,11 +218,7 @@ fn unknown_handles_and_foreign_devices_are_clear_errors() {
 #[test]
 fn a_peer_receive_may_come_before_the_step_runs() {
     use actorflow::rendezvous::{FrameIter, ParsedKey, RendezvousMgr};
-    let rt = Runtime::new(RuntimeOptions {
-        cpu_devices: 1,
-        ..Default::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(1)).unwrap();
     let mgr = Arc::new(RendezvousMgr::new());
     let w = LocalWorker::new(&rt, Arc::from("w"), None)
         .with_step_tables(Arc::clone(&mgr) as Arc<dyn rendezvous::StepTables>);

@@ -33,5 +33,6 @@ pub use runtime::{Runtime, RuntimeOptions};
 pub use session::state::{CompiledStep, SessionOptions};
 #[cfg(feature = "runtime")]
 pub use session::{
-    PartialRun, RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
+    FetchToken, PartialRun, RunArgs, RunMetadata, RunOptions, RunOutput, Session, SessionBackend,
+    TraceLevel,
 };

@@ -17,8 +17,9 @@ use rendezvous::{completion, mailbox, MailboxSender};
 
 use crate::device::{DeviceActor, DeviceMsg, StopDevice};
 
-/// How a runtime is made.
+/// How a runtime is made (non-exhaustive: build it with the `with_*` setters).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RuntimeOptions {
     /// The number of CPU devices (`/device:CPU:0` …), each its own actor and thread.
     pub cpu_devices: usize,
@@ -36,6 +37,17 @@ impl Default for RuntimeOptions {
             job: "localhost".into(),
             task: 0,
         }
+    }
+}
+
+impl RuntimeOptions {
+    graph::option_setters! {
+        /// Sets [`cpu_devices`](Self::cpu_devices).
+        with_cpu_devices => cpu_devices: usize;
+        /// Sets [`job`](Self::job).
+        with_job => job: String as into;
+        /// Sets [`task`](Self::task).
+        with_task => task: u32;
     }
 }
 
@@ -70,7 +82,7 @@ struct RuntimeInner {
 /// # Examples
 /// ```
 /// use actorflow_actors::{Runtime, RuntimeOptions};
-/// let rt = Runtime::new(RuntimeOptions { cpu_devices: 2, ..Default::default() }).unwrap();
+/// let rt = Runtime::new(RuntimeOptions::default().with_cpu_devices(2)).unwrap();
 /// assert_eq!(rt.device_names()[1], "/job:localhost/replica:0/task:0/device:CPU:1");
 /// rt.shutdown();
 /// ```

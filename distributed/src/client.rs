@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use actors::{RunOutput, RunRequest, Session, SessionBackend, SessionOptions, TraceLevel};
+use actors::{RunArgs, RunOutput, Session, SessionBackend, SessionOptions, TraceLevel};
 use graph::import::graph_def_to_tf_proto;
 use graph::{GraphDef, Result, Status};
 use proto::tensorflow as pb;
@@ -139,7 +139,7 @@ impl GrpcSession {
     /// One `RunStep`: a whole step, or a call of the partial run `partial`.
     fn step(
         &self,
-        request: RunRequest,
+        request: RunArgs,
         partial: Option<String>,
     ) -> CompletionReceiver<Result<RunOutput>> {
         let (tx, rx) = completion();
@@ -176,7 +176,7 @@ impl GrpcSession {
         rx
     }
 
-    fn step_request(&self, r: &RunRequest) -> pb::RunStepRequest {
+    fn step_request(&self, r: &RunArgs) -> pb::RunStepRequest {
         let timeout = r.options.timeout.or(self.options.default_timeout);
         pb::RunStepRequest {
             session_handle: self.handle.clone(),
@@ -255,7 +255,7 @@ impl SessionBackend for GrpcSession {
             .map(|_| ())
     }
 
-    fn run(&self, request: RunRequest) -> CompletionReceiver<Result<RunOutput>> {
+    fn run(&self, request: RunArgs) -> CompletionReceiver<Result<RunOutput>> {
         self.step(request, None)
     }
 
@@ -290,11 +290,7 @@ impl SessionBackend for GrpcSession {
         rx
     }
 
-    fn partial_run(
-        &self,
-        handle: &str,
-        request: RunRequest,
-    ) -> CompletionReceiver<Result<RunOutput>> {
+    fn partial_run(&self, handle: &str, request: RunArgs) -> CompletionReceiver<Result<RunOutput>> {
         self.step(request, Some(handle.to_owned()))
     }
 

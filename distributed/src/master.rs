@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actors::{PartialRun, RunOptions, RunRequest, Runtime, Session, SessionOptions, TraceLevel};
+use actors::{PartialRun, RunArgs, RunOptions, Runtime, Session, SessionOptions, TraceLevel};
 use graph::import::{graph_def_from_tf_proto, ImportOptions};
 use graph::passes::partition::PartitionDevice;
 use graph::{DeviceName, GraphDef, Result, Status};
@@ -54,14 +54,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A step's options as the client sent them.
 fn run_options(o: &pb::RunOptions) -> RunOptions {
-    RunOptions {
-        timeout: (o.timeout_in_ms > 0).then(|| Duration::from_millis(o.timeout_in_ms as u64)),
-        trace_level: if o.trace_level > 0 {
+    RunOptions::default()
+        .with_timeout((o.timeout_in_ms > 0).then(|| Duration::from_millis(o.timeout_in_ms as u64)))
+        .with_trace_level(if o.trace_level > 0 {
             TraceLevel::FullTrace
         } else {
             TraceLevel::NoTrace
-        },
-    }
+        })
 }
 
 /// What a traced step recorded, as TensorFlow's `RunMetadata`.
@@ -265,18 +264,18 @@ impl MasterState {
             .iter()
             .map(|d| DeviceName::parse(&d.name))
             .collect::<Result<Vec<_>>>()?;
-        let options = SessionOptions {
-            allow_soft_placement: config.allow_soft_placement,
-            default_timeout: (config.operation_timeout_in_ms > 0)
-                .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),
-            default_task: Some(DeviceName {
+        let options = SessionOptions::default()
+            .with_allow_soft_placement(config.allow_soft_placement)
+            .with_default_timeout(
+                (config.operation_timeout_in_ms > 0)
+                    .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),
+            )
+            .with_default_task(DeviceName {
                 job: Some(self.task().job.clone()),
                 replica: Some(0),
                 task: Some(self.task().task),
                 ..Default::default()
-            }),
-            ..Default::default()
-        };
+            });
         let runtime = self.runtime.clone();
         let session = tokio::task::spawn_blocking(move || {
             Session::with_worker(
@@ -319,10 +318,7 @@ impl MasterState {
         // The new nodes alone: their inputs may name nodes the session already
         // has, so the import only converts them, and the session's extend checks
         // them against the whole graph (all or nothing).
-        let only_convert = ImportOptions {
-            validate: false,
-            ..ImportOptions::default()
-        };
+        let only_convert = ImportOptions::default().with_validate(false);
         let g = match &r.graph_def {
             Some(g) => graph_def_from_tf_proto(g, &only_convert)?,
             None => GraphDef::default(),
@@ -341,7 +337,7 @@ impl MasterState {
         if !r.partial_run_handle.is_empty() {
             return self.partial_run(&s, r).await;
         }
-        let mut req = RunRequest::new();
+        let mut req = RunArgs::new();
         for f in &r.feed {
             req = req.feed(&f.name, wire::tensor_of(f.tensor.as_ref(), &f.name)?);
         }
@@ -349,7 +345,7 @@ impl MasterState {
         req.targets.clone_from(&r.target);
         let o = r.options.clone().unwrap_or_default();
         req.options = run_options(&o);
-        let out = s.session.run_async(req).await?;
+        let out = s.session.run_async(&req).await?;
         let mut resp = pb::RunStepResponse::default();
         for (name, t) in r.fetch.iter().zip(&out.outputs) {
             resp.tensor.push(wire::named(name, t));
@@ -452,7 +448,7 @@ impl MasterState {
                 r.feed.len()
             )));
         }
-        let mut req = RunRequest::new();
+        let mut req = RunArgs::new();
         for (name, t) in o.feed.iter().zip(&r.feed) {
             req = req.feed(name, wire::tensor_of(Some(t), name)?);
         }
@@ -460,7 +456,7 @@ impl MasterState {
         req.targets.clone_from(&o.target);
         let ro = o.run_options.clone().unwrap_or_default();
         req.options = run_options(&ro);
-        let out = s.session.run_async(req).await?;
+        let out = s.session.run_async(&req).await?;
         Ok(pb::RunCallableResponse {
             fetch: out
                 .outputs

@@ -22,8 +22,10 @@ use crate::peers::{PeerOptions, Peers};
 use crate::remote_rendezvous::RpcTables;
 use crate::worker_service::{WorkerServer, WorkerState};
 
-/// How a server is made.
+/// How a server is made: [`ServerOptions::new`], then set the fields to change
+/// (non-exhaustive, so that options can be added).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// The cluster.
     pub cluster: ClusterSpec,
@@ -108,11 +110,12 @@ impl Server {
             .map_err(|e| {
                 Status::resource_exhausted(format!("cannot start the RPC runtime: {e}"))
             })?;
-        let runtime = Runtime::new(RuntimeOptions {
-            cpu_devices: options.cpu_devices,
-            job: options.job.clone(),
-            task: options.task,
-        })?;
+        let runtime = Runtime::new(
+            RuntimeOptions::default()
+                .with_cpu_devices(options.cpu_devices)
+                .with_job(options.job.clone())
+                .with_task(options.task),
+        )?;
         let peers = Arc::new(Peers::new(
             options.cluster.clone(),
             options.peer_options.clone(),

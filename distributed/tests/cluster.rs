@@ -8,7 +8,7 @@ mod common;
 use common::Cluster;
 
 use actorflow_distributed::{Connect, Server, ServerOptions};
-use actors::{RunOptions, Session, SessionOptions, TraceLevel};
+use actors::{RunArgs, RunOptions, Session, SessionOptions, TraceLevel};
 use graph::builder::{cond, while_loop, Scope, WhileOptions};
 use graph::ops::{self, QueueOptions};
 use graph::{Code, DType, GraphDef, Shape, Tensor};
@@ -196,13 +196,10 @@ fn a_step_waiting_on_another_task_times_out_and_the_next_one_runs() {
     let deq = ops::queue_dequeue(&ps, &q, &[DType::F32]).unwrap();
     let twice = ops::add(&s, &deq[0], &deq[0]).unwrap();
     let sess = Session::connect(&c.target(1), &s.graph_def(), SessionOptions::default()).unwrap();
-    let opts = RunOptions {
-        timeout: Some(Duration::from_millis(200)),
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_timeout(Duration::from_millis(200));
     let t0 = std::time::Instant::now();
     let e = sess
-        .run_with(&opts, &[], &[&twice.name()], &[])
+        .run_with(&RunArgs::new().fetch(&twice).options(opts.clone()))
         .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
     assert!(t0.elapsed() < Duration::from_secs(5));
@@ -224,16 +221,13 @@ fn a_traced_step_returns_every_tasks_statistics() {
     let x2 = ops::mul(&s.with_device("/job:worker/task:0"), &x, &x).unwrap();
     let y = ops::add(&s.with_device("/job:worker/task:1"), &x2, &x2).unwrap();
     let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
-    let opts = RunOptions {
-        trace_level: TraceLevel::FullTrace,
-        ..Default::default()
-    };
+    let opts = RunOptions::default().with_trace_level(TraceLevel::FullTrace);
     let out = sess
         .run_with(
-            &opts,
-            &[(&x.name(), Tensor::scalar(1.0f32))],
-            &[&y.name()],
-            &[],
+            &RunArgs::new()
+                .feed(&x, Tensor::scalar(1.0f32))
+                .fetch(&y)
+                .options(opts.clone()),
         )
         .unwrap();
     let m = out.metadata.expect("traced");

@@ -11,10 +11,7 @@ use libfuzzer_sys::fuzz_target;
 /// Constants may decode to at most 64 MiB (the default, 2 GiB, would trip
 /// libFuzzer's RSS limit on inputs that are merely large, not wrong).
 fn options() -> ImportOptions {
-    ImportOptions {
-        max_tensor_bytes: 64 << 20,
-        ..Default::default()
-    }
+    ImportOptions::default().with_max_tensor_bytes(64 << 20)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -41,3 +41,24 @@ pub use op_def::{OpDef, OpRegistry};
 pub use shape::{Shape, TensorShape};
 pub use status::{Code, Result, Status};
 pub use tensor::{ResourceHandle, Tensor, TensorType};
+
+/// Builder setters for the `#[non_exhaustive]` option structs of actorflow's
+/// crates: `with_field(value) -> Self` for each named field, so that options are
+/// built as `Options::default().with_a(1).with_b(x)` from other crates. A field
+/// declared `as into` takes anything that converts into its type (an `Option<T>`
+/// field takes `T` or `Option<T>`, a `String` field a `&str`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! option_setters {
+    ($($(#[$m:meta])* $setter:ident => $field:ident: $ty:ty $(as $into:ident)?;)*) => {$(
+        $(#[$m])*
+        #[must_use]
+        #[allow(clippy::useless_conversion)]
+        pub fn $setter(mut self, value: $crate::option_setters!(@param $ty $(, $into)?)) -> Self {
+            self.$field = value.into();
+            self
+        }
+    )*};
+    (@param $ty:ty) => { $ty };
+    (@param $ty:ty, into) => { impl Into<$ty> };
+}

@@ -122,8 +122,9 @@ impl GraphDef {
 
     /// Parses JSON.
     pub fn from_json(s: &str) -> Result<GraphDef> {
-        serde_json::from_str(s)
-            .map_err(|e| Status::invalid_argument(format!("malformed GraphDef JSON: {e}")))
+        serde_json::from_str(s).map_err(|e| {
+            Status::invalid_argument(format!("malformed GraphDef JSON: {e}")).with_source(e)
+        })
     }
 
     /// The node with this name.

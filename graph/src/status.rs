@@ -8,7 +8,10 @@ use std::fmt;
 
 /// TensorFlow's canonical error codes (`tensorflow/core/protobuf/error_codes.proto`),
 /// with the same numbers.
+///
+/// Non-exhaustive: TensorFlow may add codes, so a `match` needs a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum Code {
     /// Not an error.
     Ok = 0,
@@ -100,14 +103,31 @@ impl fmt::Display for Code {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The underlying error of an I/O or decode failure, shared so that `Status`
+/// stays `Clone`.
+type Source = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Clone)]
 struct Inner {
     code: Code,
     message: String,
     node: Option<String>,
+    source: Option<Source>,
 }
 
-/// An error: a canonical [`Code`], a message and optionally the failing node's name.
+/// Two statuses are equal when their code, message and node are: the source is
+/// the cause's detail, not part of the status's identity.
+impl PartialEq for Inner {
+    fn eq(&self, other: &Inner) -> bool {
+        self.code == other.code && self.message == other.message && self.node == other.node
+    }
+}
+
+impl Eq for Inner {}
+
+/// An error: a canonical [`Code`], a message, optionally the failing node's name
+/// and, for I/O and decode failures, the underlying error as its
+/// [`source`](std::error::Error::source).
 ///
 /// # Examples
 /// ```
@@ -141,6 +161,7 @@ impl Status {
             code,
             message: message.into(),
             node: None,
+            source: None,
         }))
     }
 
@@ -185,6 +206,14 @@ impl Status {
         self
     }
 
+    /// Keeps `cause` as the status's [`source`](std::error::Error::source) (the
+    /// message should already say what failed; the source keeps the detail for
+    /// callers that walk the chain, e.g. `anyhow`'s `{:#}`).
+    pub fn with_source(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Status {
+        self.0.source = Some(std::sync::Arc::new(cause));
+        self
+    }
+
     /// Prefixes the message with `context: `.
     pub fn context(mut self, context: impl fmt::Display) -> Status {
         self.0.message = format!("{context}: {}", self.0.message);
@@ -208,7 +237,14 @@ impl fmt::Debug for Status {
     }
 }
 
-impl std::error::Error for Status {}
+impl std::error::Error for Status {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<std::io::Error> for Status {
     fn from(e: std::io::Error) -> Status {
@@ -226,7 +262,7 @@ impl From<std::io::Error> for Status {
             std::io::ErrorKind::TimedOut => Code::DeadlineExceeded,
             _ => Code::Unknown,
         };
-        Status::new(code, e.to_string())
+        Status::new(code, e.to_string()).with_source(e)
     }
 }
 
@@ -277,14 +313,29 @@ mod tests {
 
     #[test]
     fn reading_a_directory_or_through_a_file_is_not_unknown() {
-        let dir = std::env::temp_dir().join(format!("actorflow-status-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let file = dir.join("f");
         std::fs::write(&file, b"x").unwrap();
         let code = |p: &std::path::Path| Status::from(std::fs::read(p).unwrap_err()).code();
         assert_eq!(code(&dir), Code::InvalidArgument);
         assert_eq!(code(&file.join("g")), Code::NotFound);
         assert_eq!(code(&dir.join("missing")), Code::NotFound);
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn io_errors_keep_their_source() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "slow disk");
+        let s = Status::from(io).context("reading 'x'");
+        assert_eq!(s.code(), Code::DeadlineExceeded);
+        assert_eq!(s.message(), "reading 'x': slow disk");
+        let source = s.source().expect("the io::Error is kept");
+        let io = source.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+        // The source survives clones and does not take part in equality.
+        assert!(s.clone().source().is_some());
+        assert_eq!(s, Status::deadline_exceeded("reading 'x': slow disk"));
+        assert!(Status::internal("no cause").source().is_none());
     }
 }

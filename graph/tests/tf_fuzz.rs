@@ -45,10 +45,7 @@ fn fixtures(ext: &str) -> Vec<Vec<u8>> {
 }
 
 fn opts() -> ImportOptions {
-    ImportOptions {
-        max_tensor_bytes: 1 << 16,
-        ..Default::default()
-    }
+    ImportOptions::default().with_max_tensor_bytes(1 << 16)
 }
 
 /// One random edit: overwrite, flip, insert, delete, truncate or duplicate.

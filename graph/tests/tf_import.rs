@@ -68,10 +68,7 @@ fn basic_graph() {
         Some(1)
     );
 
-    let opts = ImportOptions {
-        clear_devices: true,
-        ..Default::default()
-    };
+    let opts = ImportOptions::default().with_clear_devices(true);
     let cleared = load_graph_def(&fixture("basic.pb"), &opts).unwrap();
     assert!(cleared.node.iter().all(|n| n.device.is_empty()));
 }
@@ -184,10 +181,7 @@ fn library_functions_are_reported() {
     }
     // Without validation only the conversion problem remains: actorflow's string
     // attributes are UTF-8, and `config_proto` holds a serialised proto.
-    let opts = ImportOptions {
-        validate: false,
-        ..Default::default()
-    };
+    let opts = ImportOptions::default().with_validate(false);
     let e = load_graph_def(&fixture("functions.pb"), &opts).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(

@@ -17,10 +17,7 @@ const REPETITION: Duration = Duration::from_millis(300);
 fn session(s: &Scope, devices: usize) -> Result<Session> {
     Session::new(
         &s.graph_def(),
-        SessionOptions {
-            cpu_devices: devices,
-            ..Default::default()
-        },
+        SessionOptions::default().with_cpu_devices(devices),
     )
 }
 
@@ -393,10 +390,7 @@ fn dist_mlp_sync() -> Result<Box<dyn FnMut() -> Result<f64>>> {
         .collect::<Result<Vec<_>>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     let syncs = Arc::new(AtomicU64::new(0));
-    let bounded = crate::RunOptions {
-        timeout: Some(Duration::from_secs(2)),
-        ..Default::default()
-    };
+    let bounded = crate::RunOptions::default().with_timeout(Duration::from_secs(2));
     let mut threads = Vec::new();
     for task in 0..2u32 {
         let root = Scope::new();
@@ -445,19 +439,23 @@ fn dist_mlp_sync() -> Result<Box<dyn FnMut() -> Result<f64>>> {
                 bounded.clone(),
             );
             threads.push(std::thread::spawn(move || {
+                let sync = crate::RunArgs::new().target(&sync_op).options(opts);
                 while !stop.load(Ordering::SeqCst) {
-                    if sess.run_with(&opts, &[], &[], &[&sync_op]).is_ok() {
+                    if sess.run_with(&sync).is_ok() {
                         syncs.fetch_add(1, Ordering::SeqCst);
                     }
                 }
             }));
         }
-        let (xn, yn, tn) = (m.x.name(), m.y.name(), train.name().to_owned());
-        let (images, labels, stop, opts) = (m.images, m.labels, Arc::clone(&stop), bounded.clone());
+        let step = crate::RunArgs::new()
+            .feed(&m.x, m.images)
+            .feed(&m.y, m.labels)
+            .target(train)
+            .options(bounded.clone());
+        let stop = Arc::clone(&stop);
         threads.push(std::thread::spawn(move || {
-            let feeds = [(xn.as_str(), images), (yn.as_str(), labels)];
             while !stop.load(Ordering::SeqCst) {
-                let _ = sess.run_with(&opts, &feeds, &[], &[&tn]);
+                let _ = sess.run_with(&step);
             }
         }));
     }

@@ -116,21 +116,16 @@ impl GraphArgs {
     pub fn load(&self) -> Result<GraphDef> {
         load_graph_def(
             &self.graph,
-            &ImportOptions {
-                clear_devices: self.clear_devices,
-                ..Default::default()
-            },
+            &ImportOptions::default().with_clear_devices(self.clear_devices),
         )
     }
 
     /// Opens a session on `graph`.
     pub fn session(&self, graph: &GraphDef) -> Result<Session> {
-        let options = SessionOptions {
-            cpu_devices: usize::from(self.devices),
-            allow_soft_placement: self.soft_placement,
-            max_allocation_bytes: self.max_allocation_bytes,
-            ..Default::default()
-        };
+        let options = SessionOptions::default()
+            .with_cpu_devices(usize::from(self.devices))
+            .with_allow_soft_placement(self.soft_placement)
+            .with_max_allocation_bytes(self.max_allocation_bytes);
         match &self.master {
             Some(target) => {
                 let mut client = actorflow::distributed::ClientOptions::default();

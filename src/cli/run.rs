@@ -127,24 +127,22 @@ pub fn execute(args: &RunArgs, trace: bool) -> Result<(Vec<Tensor>, Option<Chrom
     let feeds = read_feeds(&args.feed)?;
     let timeout = timeout(args.timeout)?;
     let sess: Session = args.graph.session(&graph)?;
-    let init_options = RunOptions {
-        timeout,
-        ..Default::default()
-    };
+    let init_options = RunOptions::default().with_timeout(timeout);
     for node in &args.init {
-        sess.run_with(&init_options, &[], &[], &[node])
-            .map_err(|e| e.context(format_args!("--init {node}")))?;
+        sess.run_with(
+            &actors::RunArgs::new()
+                .target(node)
+                .options(init_options.clone()),
+        )
+        .map_err(|e| e.context(format_args!("--init {node}")))?;
     }
-    let options = RunOptions {
-        timeout,
-        trace_level: if trace {
+    let options = RunOptions::default()
+        .with_timeout(timeout)
+        .with_trace_level(if trace {
             TraceLevel::FullTrace
         } else {
             TraceLevel::NoTrace
-        },
-    };
-    let feed_refs: Vec<(&str, Tensor)> =
-        feeds.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        });
     let summary_names = summary_fetches(&graph);
     let mut writer = match &args.summaries {
         Some(dir) => {
@@ -160,16 +158,21 @@ pub fn execute(args: &RunArgs, trace: bool) -> Result<(Vec<Tensor>, Option<Chrom
         }
         None => None,
     };
-    let mut fetches: Vec<&str> = args.fetch.iter().map(String::as_str).collect();
+    let mut fetches = args.fetch.clone();
     if writer.is_some() {
-        fetches.extend(summary_names.iter().map(String::as_str));
+        fetches.extend(summary_names);
     }
-    let targets: Vec<&str> = args.target.iter().map(String::as_str).collect();
+    let step = actors::RunArgs {
+        feeds,
+        fetches,
+        targets: args.target.clone(),
+        options,
+    };
     let mut chrome = trace.then(ChromeTrace::new);
     let bar = progress(args.steps);
     let mut outputs = Vec::new();
     for i in 0..args.steps {
-        let out = sess.run_with(&options, &feed_refs, &fetches, &targets)?;
+        let out = sess.run_with(&step)?;
         if let (Some(c), Some(m)) = (chrome.as_mut(), out.metadata.as_ref()) {
             c.add_step(&format!("step {i}"), m);
         }

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use actors::input::Coordinator;
-use actors::{RunOptions, Session};
+use actors::{RunArgs, RunOptions, Session};
 use graph::builder::Scope;
 use graph::train::{Optimizer, SyncReplicasOptimizer};
 use graph::{Result, Status, Tensor};
@@ -110,15 +110,16 @@ impl SyncReplicasHook {
     }
 
     fn bounded(&self) -> RunOptions {
-        RunOptions {
-            timeout: Some(self.step_timeout),
-            ..Default::default()
-        }
+        RunOptions::default().with_timeout(self.step_timeout)
     }
 
     /// `FailedPrecondition` naming the uninitialised variables, if any.
     fn check_ready(&self, session: &Session) -> Result<()> {
-        let out = session.run_with(&self.bounded(), &[], &[&self.ready_for_local_init_op], &[])?;
+        let out = session.run_with(
+            &RunArgs::new()
+                .fetch(&self.ready_for_local_init_op)
+                .options(self.bounded()),
+        )?;
         let names = out
             .outputs
             .first()
@@ -145,12 +146,16 @@ fn chief_loop(
     poll: Duration,
     opts: RunOptions,
 ) {
-    let counts: Vec<&str> = ops.counts.iter().map(String::as_str).collect();
+    let counts = RunArgs {
+        fetches: ops.counts.clone(),
+        options: opts.clone(),
+        ..Default::default()
+    };
     let ready = |t: &Tensor| t.scalar_value::<i32>().is_ok_and(|n| n >= ops.required);
     while !coord.should_stop() {
         let all_in = coord.stop_on_error(|| {
             session
-                .run_with(&opts, &[], &counts, &[])
+                .run_with(&counts)
                 .map(|o| o.outputs.iter().all(ready))
         });
         match all_in {
@@ -160,7 +165,9 @@ fn chief_loop(
             }
             Ok(true) => {
                 if coord
-                    .stop_on_error(|| session.run_with(&opts, &[], &[], &[&ops.sync_op]))
+                    .stop_on_error(|| {
+                        session.run_with(&RunArgs::new().target(&ops.sync_op).options(opts.clone()))
+                    })
                     .is_err()
                 {
                     return;
@@ -174,9 +181,17 @@ impl SessionRunHook for SyncReplicasHook {
     fn begin(&mut self, session: &Session, _global_step: i64) -> Result<()> {
         self.check_ready(session)?;
         let opts = self.bounded();
-        session.run_with(&opts, &[], &[], &[&self.local_init_op])?;
+        session.run_with(
+            &RunArgs::new()
+                .target(&self.local_init_op)
+                .options(opts.clone()),
+        )?;
         if let Some(chief) = self.chief.take() {
-            session.run_with(&opts, &[], &[], &[&chief.init_tokens_op])?;
+            session.run_with(
+                &RunArgs::new()
+                    .target(&chief.init_tokens_op)
+                    .options(opts.clone()),
+            )?;
             let (session, coord, poll) = (session.clone(), self.coord.clone(), self.poll_interval);
             self.thread = Some(std::thread::spawn(move || {
                 chief_loop(session, coord, chief, poll, opts)
@@ -206,7 +221,7 @@ impl SessionRunHook for SyncReplicasHook {
         if let Some(close) = &self.close_tokens_op {
             // The other workers' steps waiting for a token end with `OutOfRange`
             // (their sessions stop) instead of waiting for a chief that is gone.
-            session.run_with(&self.bounded(), &[], &[], &[close])?;
+            session.run_with(&RunArgs::new().target(close).options(self.bounded()))?;
         }
         match self.coord.error() {
             Some(e) => Err(e),

@@ -62,12 +62,10 @@ impl AnyPlacement {
         let sessions = LAYOUTS
             .iter()
             .map(|&layout| {
-                let options = SessionOptions {
-                    cpu_devices: layout.devices,
-                    random_placement_seed: layout.random_seed,
-                    default_timeout: Some(Duration::from_secs(60)),
-                    ..SessionOptions::default()
-                };
+                let options = SessionOptions::default()
+                    .with_cpu_devices(layout.devices)
+                    .with_random_placement_seed(layout.random_seed)
+                    .with_default_timeout(Duration::from_secs(60));
                 Session::new(graph, options).map(|s| (layout, s))
             })
             .collect::<Result<_>>()?;

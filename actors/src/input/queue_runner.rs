@@ -128,14 +128,14 @@ impl QueueRunner {
                 let (sh, op) = (Arc::clone(&shared), op.clone());
                 tokio::spawn(async move {
                     while !sh.coord.should_stop() {
-                        let req = crate::session::RunRequest::new().target(&op);
-                        if !sh.handle(sh.session.run_async(req).await.map(|_| ())) {
+                        let req = crate::session::RunArgs::new().target(&op);
+                        if !sh.handle(sh.session.run_async(&req).await.map(|_| ())) {
                             break;
                         }
                     }
-                    let close = crate::session::RunRequest::new().target(&sh.runner.close_op);
+                    let close = crate::session::RunArgs::new().target(&sh.runner.close_op);
                     if sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        if let Err(e) = sh.session.run_async(close).await {
+                        if let Err(e) = sh.session.run_async(&close).await {
                             if !ends_input(&e) {
                                 sh.coord.request_stop(Some(e));
                             }

@@ -6,7 +6,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actix::{Actor, Addr};
+use graph::builder::{NodeRef, TensorRef};
 use graph::{GraphDef, Result, Status, Tensor};
+use ndarray::ArrayViewD;
 use rendezvous::{completion, CompletionReceiver};
 
 use super::actor::{SessionActor, SessionCommand, SessionReply, SessionRequest};
@@ -16,8 +18,10 @@ use crate::stats::StatsCollector;
 use crate::step::StepResult;
 use crate::worker::{LocalWorker, RunGraphRequest, WorkerInterface};
 
-/// How much a step records about itself.
+/// How much a step records about itself (TensorFlow's `RunOptions.TraceLevel`;
+/// non-exhaustive, as TensorFlow's has more levels).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceLevel {
     /// Nothing.
     #[default]
@@ -26,13 +30,24 @@ pub enum TraceLevel {
     FullTrace,
 }
 
-/// Options of one step.
+/// Options of one step (non-exhaustive: build them with the `with_*` setters,
+/// `RunOptions::default().with_timeout(Duration::from_secs(5))`).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct RunOptions {
     /// Abort the step with `DeadlineExceeded` after this long.
     pub timeout: Option<Duration>,
     /// What to record.
     pub trace_level: TraceLevel,
+}
+
+impl RunOptions {
+    graph::option_setters! {
+        /// Sets [`timeout`](Self::timeout).
+        with_timeout => timeout: Option<Duration> as into;
+        /// Sets [`trace_level`](Self::trace_level).
+        with_trace_level => trace_level: TraceLevel;
+    }
 }
 
 /// What a traced step recorded.
@@ -53,9 +68,49 @@ pub struct RunOutput {
     pub metadata: Option<RunMetadata>,
 }
 
-/// A step request with owned names (for [`Session::run_async`]).
+/// One step's feeds, fetches, targets and options, for [`Session::run_with`] and
+/// [`Session::run_async`].
+///
+/// Each of them takes the builder's handles ([`Output`](graph::builder::Output) for
+/// feeds and fetches, [`Operation`](graph::builder::Operation) for targets) or
+/// names (`"node:port"`, for graphs imported from files). A fetch's
+/// [`FetchToken`] reads its value from the [`RunOutput`].
+///
+/// ```
+/// use actorflow_actors::{RunArgs, Session, SessionOptions};
+/// use graph::{builder::Scope, ops, DType, Shape, Tensor};
+/// let s = Scope::new();
+/// let x = ops::placeholder(&s, DType::F32, Shape::known(&[2])).unwrap();
+/// let y = ops::add(&s, &x, &x).unwrap();
+/// let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+///
+/// let mut args = RunArgs::new().feed(&x, Tensor::vector(&[1.0f32, 2.0]));
+/// let y_token = args.add_fetch(&y);
+/// let out = sess.run_with(&args).unwrap();
+/// assert_eq!(out.get::<f32>(y_token).unwrap().as_slice().unwrap(), &[2.0, 4.0]);
+/// ```
+///
+/// Handles are checked by type: an [`Output`](graph::builder::Output) is a tensor,
+/// not a node, so it cannot be a target (its [`op`](graph::builder::Output::op)
+/// can), and an operation is not a tensor to fetch.
+///
+/// ```compile_fail
+/// # use actorflow_actors::RunArgs;
+/// # use graph::{builder::Scope, ops, DType, Shape};
+/// let s = Scope::new();
+/// let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+/// let args = RunArgs::new().target(&x);
+/// ```
+///
+/// ```compile_fail
+/// # use actorflow_actors::RunArgs;
+/// # use graph::{builder::Scope, ops, DType, Shape};
+/// let s = Scope::new();
+/// let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+/// let args = RunArgs::new().fetch(x.op());
+/// ```
 #[derive(Clone, Debug, Default)]
-pub struct RunRequest {
+pub struct RunArgs {
     /// Feeds: tensor name and value.
     pub feeds: Vec<(String, Tensor)>,
     /// Fetched tensor names.
@@ -66,34 +121,70 @@ pub struct RunRequest {
     pub options: RunOptions,
 }
 
-impl RunRequest {
+/// Names one fetch of a [`RunArgs`]: its place among the step's outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FetchToken(usize);
+
+impl FetchToken {
+    /// The fetch's index in [`RunOutput::outputs`].
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl RunArgs {
     /// An empty request.
-    pub fn new() -> RunRequest {
-        RunRequest::default()
+    pub fn new() -> RunArgs {
+        RunArgs::default()
     }
 
-    /// Adds a feed.
-    pub fn feed(mut self, name: &str, value: Tensor) -> RunRequest {
-        self.feeds.push((name.to_owned(), value));
+    /// Adds a feed: `value` replaces `tensor` for this step.
+    pub fn feed(mut self, tensor: impl TensorRef, value: Tensor) -> RunArgs {
+        self.feeds.push((tensor.tensor_name().into_owned(), value));
         self
     }
 
-    /// Adds a fetch.
-    pub fn fetch(mut self, name: &str) -> RunRequest {
-        self.fetches.push(name.to_owned());
+    /// Adds a fetch (its value is `outputs[i]` for the `i`-th fetch).
+    pub fn fetch(mut self, tensor: impl TensorRef) -> RunArgs {
+        self.add_fetch(tensor);
         self
     }
 
-    /// Adds a target.
-    pub fn target(mut self, name: &str) -> RunRequest {
-        self.targets.push(name.to_owned());
+    /// Adds a fetch and returns the token that reads its value.
+    pub fn add_fetch(&mut self, tensor: impl TensorRef) -> FetchToken {
+        self.fetches.push(tensor.tensor_name().into_owned());
+        FetchToken(self.fetches.len() - 1)
+    }
+
+    /// Adds a target: a node run for its effect.
+    pub fn target(mut self, node: impl NodeRef) -> RunArgs {
+        self.targets.push(node.node_name().to_owned());
         self
     }
 
     /// Sets the options.
-    pub fn options(mut self, options: RunOptions) -> RunRequest {
+    pub fn options(mut self, options: RunOptions) -> RunArgs {
         self.options = options;
         self
+    }
+}
+
+impl RunOutput {
+    /// The fetched tensor `token` names.
+    pub fn tensor(&self, token: FetchToken) -> Result<&Tensor> {
+        self.outputs.get(token.0).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "fetch token {} is out of range: the step fetched {} tensors",
+                token.0,
+                self.outputs.len()
+            ))
+        })
+    }
+
+    /// The fetched tensor `token` names, viewed as an `ndarray` of `T`
+    /// (`InvalidArgument` when its dtype is not `T`'s).
+    pub fn get<T: graph::TensorType>(&self, token: FetchToken) -> Result<ArrayViewD<'_, T>> {
+        self.tensor(token)?.as_array::<T>()
     }
 }
 
@@ -119,7 +210,7 @@ pub trait SessionBackend: Send + Sync {
     /// Adds nodes to the session's graph (all or nothing).
     fn extend(&self, graph: &GraphDef) -> Result<()>;
     /// Runs one step; the receiver completes with its outcome.
-    fn run(&self, request: RunRequest) -> CompletionReceiver<Result<RunOutput>>;
+    fn run(&self, request: RunArgs) -> CompletionReceiver<Result<RunOutput>>;
     /// Ends the session (its master drops its state); never blocks on a dead peer
     /// for longer than the backend's bound.
     fn close(&self) -> Result<()>;
@@ -135,11 +226,7 @@ pub trait SessionBackend: Send + Sync {
     ) -> CompletionReceiver<Result<String>>;
     /// One call of the partial run `handle`: `request`'s feeds and fetches (its
     /// targets and options are not used).
-    fn partial_run(
-        &self,
-        handle: &str,
-        request: RunRequest,
-    ) -> CompletionReceiver<Result<RunOutput>>;
+    fn partial_run(&self, handle: &str, request: RunArgs) -> CompletionReceiver<Result<RunOutput>>;
 }
 
 #[derive(Clone)]
@@ -197,6 +284,16 @@ impl Session {
             ..Default::default()
         })?;
         Session::in_runtime(&rt, graph, options)
+    }
+
+    /// A session on a private runtime holding the graph in the file `path`
+    /// (TensorFlow's binary `.pb` or text `.pbtxt`, or actorflow's `.json`; see
+    /// [`GraphDef::from_file`]).
+    pub fn from_file(
+        path: impl AsRef<std::path::Path>,
+        options: SessionOptions,
+    ) -> Result<Session> {
+        Session::new(&GraphDef::from_file(path)?, options)
     }
 
     /// A session whose master is elsewhere; see [`SessionBackend`].
@@ -430,7 +527,9 @@ impl Session {
             .clone())
     }
 
-    /// Runs one step and returns the fetched tensors.
+    /// Runs one step and returns the fetched tensors: the positional form, with
+    /// tensors and nodes named by strings; [`Session::run_with`] takes a
+    /// [`RunArgs`] (typed handles, options, metadata).
     pub fn run(
         &self,
         feeds: &[(&str, Tensor)],
@@ -438,12 +537,28 @@ impl Session {
         targets: &[&str],
     ) -> Result<Vec<Tensor>> {
         Ok(self
-            .run_with(&RunOptions::default(), feeds, fetches, targets)?
+            .run_named(&RunOptions::default(), feeds, fetches, targets)?
             .outputs)
     }
 
-    /// Runs one step with options.
-    pub fn run_with(
+    /// Runs the step `args` describes and waits for it.
+    pub fn run_with(&self, args: &RunArgs) -> Result<RunOutput> {
+        if let Kind::Remote(b) = &self.kind {
+            return b.run(args.clone()).wait().unwrap_or_else(|| Err(lost()));
+        }
+        let feeds: smallvec::SmallVec<[(&str, Tensor); 8]> = args
+            .feeds
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.clone()))
+            .collect();
+        let fetches: smallvec::SmallVec<[&str; 8]> =
+            args.fetches.iter().map(String::as_str).collect();
+        let targets: smallvec::SmallVec<[&str; 8]> =
+            args.targets.iter().map(String::as_str).collect();
+        self.run_named(&args.options, &feeds, &fetches, &targets)
+    }
+
+    fn run_named(
         &self,
         options: &RunOptions,
         feeds: &[(&str, Tensor)],
@@ -453,7 +568,7 @@ impl Session {
         let inner = match &self.kind {
             Kind::Local(s) => s,
             Kind::Remote(b) => {
-                let req = RunRequest {
+                let req = RunArgs {
                     feeds: feeds
                         .iter()
                         .map(|(n, t)| (n.to_string(), t.clone()))
@@ -477,24 +592,25 @@ impl Session {
         self.finish(result, &compiled, options)
     }
 
-    /// Runs one step; a future that any executor (tokio or other) can drive.
-    pub async fn run_async(&self, request: RunRequest) -> Result<RunOutput> {
+    /// Runs the step `args` describes; a future that any executor (tokio or
+    /// other) can drive.
+    pub async fn run_async(&self, args: &RunArgs) -> Result<RunOutput> {
         let inner = match &self.kind {
             Kind::Local(s) => s,
-            Kind::Remote(b) => return b.run(request).await.unwrap_or_else(|| Err(lost())),
+            Kind::Remote(b) => return b.run(args.clone()).await.unwrap_or_else(|| Err(lost())),
         };
         if inner.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        let feeds: Vec<&str> = request.feeds.iter().map(|(n, _)| n.as_str()).collect();
-        let fetches: Vec<&str> = request.fetches.iter().map(String::as_str).collect();
-        let targets: Vec<&str> = request.targets.iter().map(String::as_str).collect();
+        let feeds: Vec<&str> = args.feeds.iter().map(|(n, _)| n.as_str()).collect();
+        let fetches: Vec<&str> = args.fetches.iter().map(String::as_str).collect();
+        let targets: Vec<&str> = args.targets.iter().map(String::as_str).collect();
         let compiled = self.compiled_step_async(&feeds, &fetches, &targets).await?;
-        let args = request.feeds.iter().map(|(_, t)| t.clone()).collect();
-        let (rx, guard) = launch(inner, &compiled, args, &request.options)?;
+        let values = args.feeds.iter().map(|(_, t)| t.clone()).collect();
+        let (rx, guard) = launch(inner, &compiled, values, &args.options)?;
         let result = rx.await;
         drop(guard);
-        self.finish(result, &compiled, &request.options)
+        self.finish(result, &compiled, &args.options)
     }
 }
 

@@ -22,7 +22,7 @@ pub mod state;
 
 #[cfg(feature = "runtime")]
 pub use handle::{
-    RunMetadata, RunOptions, RunOutput, RunRequest, Session, SessionBackend, TraceLevel,
+    FetchToken, RunArgs, RunMetadata, RunOptions, RunOutput, Session, SessionBackend, TraceLevel,
 };
 #[cfg(feature = "runtime")]
 pub use partial::PartialRun;

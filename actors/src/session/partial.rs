@@ -17,7 +17,7 @@ use graph::{Result, Status, Tensor};
 use super::actor::{SessionCommand, SessionReply};
 use super::handle::{check_feed, closed, lost, no_value, Kind, SessionShared};
 use super::state::{CompiledStep, StepSignature};
-use super::{RunRequest, Session, SessionBackend};
+use super::{RunArgs, Session, SessionBackend};
 use crate::step::StepResult;
 use crate::worker::{PartialCall, RunGraphRequest};
 
@@ -357,8 +357,8 @@ impl PartialRun {
         self.lock().finished
     }
 
-    fn remote_request(&self, call: &Call) -> RunRequest {
-        RunRequest {
+    fn remote_request(&self, call: &Call) -> RunArgs {
+        RunArgs {
             feeds: call
                 .feeds
                 .iter()

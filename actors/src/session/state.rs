@@ -141,8 +141,12 @@ impl KernelSupport for RegistrySupport<'_> {
     }
 }
 
-/// Session options.
+/// Session options (TensorFlow's `ConfigProto`, in part).
+///
+/// Non-exhaustive: build them with the `with_*` setters,
+/// `SessionOptions::default().with_cpu_devices(2)`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SessionOptions {
     /// CPU devices of a session's private runtime (ignored for a shared runtime).
     pub cpu_devices: usize,
@@ -176,6 +180,23 @@ impl Default for SessionOptions {
             max_allocation_bytes: None,
             default_task: None,
         }
+    }
+}
+
+impl SessionOptions {
+    graph::option_setters! {
+        /// Sets [`cpu_devices`](Self::cpu_devices).
+        with_cpu_devices => cpu_devices: usize;
+        /// Sets [`allow_soft_placement`](Self::allow_soft_placement).
+        with_allow_soft_placement => allow_soft_placement: bool;
+        /// Sets [`default_timeout`](Self::default_timeout).
+        with_default_timeout => default_timeout: Option<std::time::Duration> as into;
+        /// Sets [`random_placement_seed`](Self::random_placement_seed).
+        with_random_placement_seed => random_placement_seed: Option<u64> as into;
+        /// Sets [`max_allocation_bytes`](Self::max_allocation_bytes).
+        with_max_allocation_bytes => max_allocation_bytes: Option<usize> as into;
+        /// Sets [`default_task`](Self::default_task).
+        with_default_task => default_task: Option<DeviceName> as into;
     }
 }
 

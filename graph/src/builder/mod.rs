@@ -16,5 +16,5 @@ pub mod op_builder;
 pub mod scope;
 
 pub use control_flow::{cond, while_loop, WhileOptions};
-pub use op_builder::{OpBuilder, Operation, Output};
+pub use op_builder::{NodeRef, OpBuilder, Operation, Output, TensorRef};
 pub use scope::{DeviceFunction, DeviceRequest, Scope};

@@ -1,6 +1,7 @@
 //! [`OpBuilder`] adds one node to a [`Scope`]'s graph; [`Operation`] and [`Output`]
 //! are the typed handles it returns.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -322,4 +323,75 @@ fn infer_type_attrs(
         }
     }
     Ok(())
+}
+
+/// What a feed or a fetch names: a builder's [`Output`] (so a typo is a compile
+/// error), or a `"node:port"` string (`"node"` is port 0) for graphs imported from
+/// files.
+///
+/// ```
+/// use actorflow_graph::builder::{Scope, TensorRef};
+/// use actorflow_graph::{ops, DType, Shape};
+/// let s = Scope::new();
+/// let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+/// assert_eq!(x.tensor_name(), "Placeholder:0");
+/// assert_eq!("y:1".tensor_name(), "y:1");
+/// ```
+pub trait TensorRef {
+    /// The tensor's name as feeds and fetches spell it.
+    fn tensor_name(&self) -> Cow<'_, str>;
+}
+
+/// What a target names: a builder's [`Operation`], or a node name.
+pub trait NodeRef {
+    /// The node's name.
+    fn node_name(&self) -> &str;
+}
+
+impl TensorRef for Output {
+    fn tensor_name(&self) -> Cow<'_, str> {
+        Cow::Owned(self.name())
+    }
+}
+
+impl TensorRef for str {
+    fn tensor_name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl TensorRef for String {
+    fn tensor_name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl<T: TensorRef + ?Sized> TensorRef for &T {
+    fn tensor_name(&self) -> Cow<'_, str> {
+        (**self).tensor_name()
+    }
+}
+
+impl NodeRef for Operation {
+    fn node_name(&self) -> &str {
+        self.name()
+    }
+}
+
+impl NodeRef for str {
+    fn node_name(&self) -> &str {
+        self
+    }
+}
+
+impl NodeRef for String {
+    fn node_name(&self) -> &str {
+        self
+    }
+}
+
+impl<T: NodeRef + ?Sized> NodeRef for &T {
+    fn node_name(&self) -> &str {
+        (**self).node_name()
+    }
 }

@@ -6,7 +6,10 @@
 //!
 //! - [`graph_def_from_tf_bytes`], [`graph_def_from_tf_text`],
 //!   [`graph_def_from_tf_proto`], and [`load_graph_def`], which picks the format by
-//!   file extension (`.pb`, `.pbtxt`/`.txt`, or `.json` for actorflow's own JSON).
+//!   file extension (`.pb`, `.pbtxt`/`.txt`, or `.json` for actorflow's own JSON),
+//!   or [`load_graph_def_as`] with a [`GraphFormat`]. With the default options they
+//!   are also `GraphDef`'s own constructors: [`GraphDef::from_file`],
+//!   [`GraphDef::from_pb_file`], [`GraphDef::from_pb_bytes`], ….
 //! - Conversion ([`convert`], [`attr`], [`tensor`]): constants decode from either of
 //!   TensorFlow's tensor representations; `_output_shapes` is dropped, `_class` and
 //!   other `_` attributes are kept, devices are kept unless
@@ -67,8 +70,9 @@ pub use tensor::{
     tensor_to_content_proto, tensor_to_proto, DEFAULT_MAX_TENSOR_BYTES,
 };
 
-/// How to import a graph.
+/// How to import a graph (non-exhaustive: build it with the `with_*` setters).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ImportOptions {
     /// Clear every node's requested device (TensorFlow's `clear_devices`).
     pub clear_devices: bool,
@@ -87,6 +91,17 @@ impl Default for ImportOptions {
             validate: true,
             max_tensor_bytes: DEFAULT_MAX_TENSOR_BYTES,
         }
+    }
+}
+
+impl ImportOptions {
+    crate::option_setters! {
+        /// Sets [`clear_devices`](Self::clear_devices).
+        with_clear_devices => clear_devices: bool;
+        /// Sets [`validate`](Self::validate).
+        with_validate => validate: bool;
+        /// Sets [`max_tensor_bytes`](Self::max_tensor_bytes).
+        with_max_tensor_bytes => max_tensor_bytes: usize;
     }
 }
 
@@ -114,6 +129,7 @@ pub fn graph_def_from_tf_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Gra
             "cannot parse {} bytes as a binary TensorFlow GraphDef: {e}",
             bytes.len()
         ))
+        .with_source(e)
     })?;
     graph_def_from_tf_proto(&p, opts)
 }
@@ -143,37 +159,60 @@ pub fn graph_def_from_json(json: &str, opts: &ImportOptions) -> Result<GraphDef>
     Ok(g)
 }
 
-/// The lower-cased extension of `path`.
-fn extension(path: &Path) -> String {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default()
-        .to_ascii_lowercase()
+/// The format of a graph file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GraphFormat {
+    /// A binary (serialised protobuf) TensorFlow `GraphDef`, `.pb`.
+    Binary,
+    /// TensorFlow's protobuf text format, `.pbtxt` (or `.txt`).
+    Text,
+    /// actorflow's own JSON form, `.json`.
+    Json,
 }
 
-fn unknown_extension(path: &Path) -> Status {
-    Status::invalid_argument(format!(
-        "cannot tell the format of '{}': expected a .pb, .pbtxt (or .txt) or .json file",
-        path.display()
-    ))
+impl GraphFormat {
+    /// The format `path`'s extension names (case-insensitive); `InvalidArgument`
+    /// for any other extension.
+    pub fn of_path(path: &Path) -> Result<GraphFormat> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match ext.as_str() {
+            "pb" => Ok(GraphFormat::Binary),
+            "pbtxt" | "txt" => Ok(GraphFormat::Text),
+            "json" => Ok(GraphFormat::Json),
+            _ => Err(Status::invalid_argument(format!(
+                "cannot tell the format of '{}': expected a .pb, .pbtxt (or .txt) or .json file",
+                path.display()
+            ))),
+        }
+    }
 }
 
 /// Reads a graph from a file, its format chosen by extension: `.pb` binary,
 /// `.pbtxt` or `.txt` text format, `.json` actorflow's JSON.
 pub fn load_graph_def(path: &Path, opts: &ImportOptions) -> Result<GraphDef> {
-    let ext = extension(path);
-    if !matches!(ext.as_str(), "pb" | "pbtxt" | "txt" | "json") {
-        return Err(unknown_extension(path));
-    }
+    load_graph_def_as(path, GraphFormat::of_path(path)?, opts)
+}
+
+/// Reads a graph in `format` from a file, whatever its name.
+pub fn load_graph_def_as(
+    path: &Path,
+    format: GraphFormat,
+    opts: &ImportOptions,
+) -> Result<GraphDef> {
     let bytes = std::fs::read(path)
         .map_err(|e| Status::from(e).context(format_args!("reading '{}'", path.display())))?;
     let in_file = |e: Status| e.context(format_args!("'{}'", path.display()));
-    if ext == "pb" {
+    if format == GraphFormat::Binary {
         return graph_def_from_tf_bytes(&bytes, opts).map_err(in_file);
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| in_file(Status::data_loss("the file is not valid UTF-8")))?;
-    if ext == "json" {
+    if format == GraphFormat::Json {
         graph_def_from_json(&text, opts).map_err(in_file)
     } else {
         graph_def_from_tf_text(&text, opts).map_err(in_file)
@@ -204,14 +243,87 @@ pub fn graph_def_to_tf_text(g: &GraphDef) -> String {
 /// Writes a graph to a file, its format chosen by extension as in
 /// [`load_graph_def`].
 pub fn save_graph_def(path: &Path, g: &GraphDef) -> Result<()> {
-    let data = match extension(path).as_str() {
-        "pb" => graph_def_to_tf_bytes(g)?,
-        "pbtxt" | "txt" => graph_def_to_tf_text(g).into_bytes(),
-        "json" => g.to_json()?.into_bytes(),
-        _ => return Err(unknown_extension(path)),
+    save_graph_def_as(path, GraphFormat::of_path(path)?, g)
+}
+
+/// Writes a graph to a file in `format`, whatever its name.
+pub fn save_graph_def_as(path: &Path, format: GraphFormat, g: &GraphDef) -> Result<()> {
+    let data = match format {
+        GraphFormat::Binary => graph_def_to_tf_bytes(g)?,
+        GraphFormat::Text => graph_def_to_tf_text(g).into_bytes(),
+        GraphFormat::Json => g.to_json()?.into_bytes(),
     };
     std::fs::write(path, data)
         .map_err(|e| Status::from(e).context(format_args!("writing '{}'", path.display())))
+}
+
+/// Loading and saving TensorFlow's graph files, with the default
+/// [`ImportOptions`] (validated, devices kept); the functions of
+/// [`import`](self) take other options.
+///
+/// ```
+/// use actorflow_graph::{builder::Scope, ops, GraphDef, Tensor};
+/// let s = Scope::new();
+/// ops::constant(&s, Tensor::vector(&[1.0f32, 2.0])).unwrap();
+/// let g = s.graph_def();
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("model.pb");
+/// g.save(&path).unwrap();
+/// assert_eq!(GraphDef::from_file(&path).unwrap(), g);
+/// assert_eq!(GraphDef::from_pb_bytes(&g.to_pb_bytes().unwrap()).unwrap(), g);
+/// assert_eq!(GraphDef::from_pbtxt(&g.to_pbtxt()).unwrap(), g);
+/// ```
+impl GraphDef {
+    /// Reads a graph file, its format chosen by its extension (`.pb`, `.pbtxt` or
+    /// `.txt`, `.json`).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<GraphDef> {
+        load_graph_def(path.as_ref(), &ImportOptions::default())
+    }
+
+    /// Reads a binary TensorFlow `GraphDef` file, whatever its extension.
+    pub fn from_pb_file(path: impl AsRef<Path>) -> Result<GraphDef> {
+        load_graph_def_as(
+            path.as_ref(),
+            GraphFormat::Binary,
+            &ImportOptions::default(),
+        )
+    }
+
+    /// Reads a TensorFlow `GraphDef` in text format, whatever its extension.
+    pub fn from_pbtxt_file(path: impl AsRef<Path>) -> Result<GraphDef> {
+        load_graph_def_as(path.as_ref(), GraphFormat::Text, &ImportOptions::default())
+    }
+
+    /// Reads actorflow's JSON form from a file, whatever its extension.
+    pub fn from_json_file(path: impl AsRef<Path>) -> Result<GraphDef> {
+        load_graph_def_as(path.as_ref(), GraphFormat::Json, &ImportOptions::default())
+    }
+
+    /// Decodes a binary TensorFlow `GraphDef`.
+    pub fn from_pb_bytes(bytes: &[u8]) -> Result<GraphDef> {
+        graph_def_from_tf_bytes(bytes, &ImportOptions::default())
+    }
+
+    /// Parses a TensorFlow `GraphDef` in text format.
+    pub fn from_pbtxt(text: &str) -> Result<GraphDef> {
+        graph_def_from_tf_text(text, &ImportOptions::default())
+    }
+
+    /// The graph as a binary TensorFlow `GraphDef` (what `tf.io.write_graph(...,
+    /// as_text=False)` writes).
+    pub fn to_pb_bytes(&self) -> Result<Vec<u8>> {
+        graph_def_to_tf_bytes(self)
+    }
+
+    /// The graph as a TensorFlow `GraphDef` in text format.
+    pub fn to_pbtxt(&self) -> String {
+        graph_def_to_tf_text(self)
+    }
+
+    /// Writes the graph to a file, its format chosen by its extension.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        save_graph_def(path.as_ref(), self)
+    }
 }
 
 #[cfg(test)]

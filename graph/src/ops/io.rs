@@ -280,8 +280,9 @@ impl QueueRunnerSpec {
 
     /// A spec from its JSON form.
     pub fn from_json(s: &str) -> Result<QueueRunnerSpec> {
-        serde_json::from_str(s)
-            .map_err(|e| Status::invalid_argument(format!("bad queue runner spec: {e}")))
+        serde_json::from_str(s).map_err(|e| {
+            Status::invalid_argument(format!("bad queue runner spec: {e}")).with_source(e)
+        })
     }
 
     /// Every spec in `s`'s [`QUEUE_RUNNERS`] collection.

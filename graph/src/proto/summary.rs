@@ -62,7 +62,7 @@ macro_rules! message_bytes {
 
             fn from_bytes(bytes: &[u8]) -> Result<$t> {
                 $t::decode(bytes).map_err(|e| {
-                    Status::invalid_argument(format!("cannot parse {}: {e}", $what))
+                    Status::invalid_argument(format!("cannot parse {}: {e}", $what)).with_source(e)
                 })
             }
         }
