@@ -5,7 +5,7 @@
 //! cargo run --release --example basics
 //! ```
 
-use actorflow::{ops, DType, Scope, Session, SessionOptions, Shape, Tensor};
+use actorflow::{ops, DType, RunArgs, Scope, Session, SessionOptions, Shape, Tensor};
 
 fn main() -> actorflow::Result<()> {
     // Logs to stderr as RUST_LOG asks (e.g. RUST_LOG=debug); quiet by default.
@@ -27,12 +27,16 @@ fn main() -> actorflow::Result<()> {
         &s.graph_def(),
         SessionOptions::default().with_cpu_devices(2),
     )?;
-    sess.run(&[], &[], &[w.initializer.name()])?;
-    let xv = Tensor::vector(&[1.0f32, 1.0, 2.0]);
+    // Feeds, fetches and targets by the builder's handles; `sess.run` takes the
+    // same by name ("Placeholder:0"), as a graph loaded from a file spells them.
+    sess.run_with(&RunArgs::new().target(&w.initializer))?;
+    let mut forward = RunArgs::new().feed(&x, Tensor::vector(&[1.0f32, 1.0, 2.0]));
+    let y_token = forward.add_fetch(&y);
+    let update = RunArgs::new().target(step.op());
     for i in 0..3 {
-        let out = sess.run(&[(&x.name(), xv.clone())], &[&y.name()], &[])?;
-        println!("step {i}: y = {}", out[0]);
-        sess.run(&[], &[], &[step.op().name()])?;
+        let out = sess.run_with(&forward)?;
+        println!("step {i}: y = {}", out.get::<f32>(y_token)?);
+        sess.run_with(&update)?;
     }
     println!("placement:");
     for (node, device) in sess.placement(&[&x.name()], &[&y.name()], &[])? {

@@ -261,8 +261,10 @@ pub fn training_config(cfg: &Config, m: &Model) -> TrainingConfig {
 pub fn evaluate(cfg: &Config, m: &Model, sess: &actorflow::Session) -> Result<f64> {
     let (px, labels) = load_csv(&shards(&cfg.data_dir, "test")?)?;
     let x = Tensor::new::<f32>(&[labels.len(), PIXELS], px)?;
-    let out = sess.run(&[(&m.eval_images.name(), x)], &[&m.predictions.name()], &[])?;
-    let pred = out[0].as_slice::<i32>()?;
+    let mut args = RunArgs::new().feed(&m.eval_images, x);
+    let predictions = args.add_fetch(&m.predictions);
+    let out = sess.run_with(&args)?;
+    let pred = out.tensor(predictions)?.as_slice::<i32>()?;
     let hits = pred.iter().zip(&labels).filter(|(p, l)| p == l).count();
     Ok(hits as f64 / labels.len().max(1) as f64)
 }
@@ -309,7 +311,7 @@ pub fn run(cfg: &Config) -> Result<f64> {
             let opts = RunOptions::default().with_trace_level(TraceLevel::FullTrace);
             let out = sess
                 .session()
-                .run_with(&RunArgs::new().fetch(&loss).options(opts.clone()))?;
+                .run_with(&RunArgs::new().fetch(&m.loss).options(opts))?;
             if let Some(md) = out.metadata {
                 if let Some(dir) = cfg.trace.parent() {
                     let _ = std::fs::create_dir_all(dir);

@@ -383,10 +383,7 @@ async fn queue_runners_as_tokio_tasks() {
     let mut total = 0i64;
     let mut count = 0;
     loop {
-        match sess
-            .run_async(&actorflow::RunArgs::new().fetch(&deq))
-            .await
-        {
+        match sess.run_async(&actorflow::RunArgs::new().fetch(&deq)).await {
             Ok(o) => {
                 total += o.outputs[0].scalar_value::<i32>().unwrap() as i64;
                 count += 1;

@@ -5,7 +5,7 @@
 //! - An allocation never aborts the process. A tensor larger than the device's
 //!   per-allocation limit ([`DeviceContext::max_allocation_bytes`]), whose size
 //!   overflows, or that the system allocator refuses is `ResourceExhausted`:
-//!   "OOM when allocating tensor with shape [2,3] and type float32 on
+//!   "OOM when allocating tensor with shape \[2,3\] and type float32 on
 //!   /job:localhost/replica:0/task:0/device:CPU:0 …", and the executor adds the
 //!   node. The step fails; the session stays usable.
 //! - The limit check is one comparison against a number the device holds (no lock,

@@ -1,4 +1,4 @@
-//! A device: an actix [`DeviceActor`](actor::DeviceActor) that owns the device's
+//! A device: an actix [`DeviceActor`] that owns the device's
 //! lifecycle, and the device's data plane, a [`DeviceWorker`] state machine hosting
 //! the executors of every step that runs a partition on the device.
 //!

@@ -24,7 +24,7 @@ pub enum KernelKind {
     /// A `Const`: its value is forwarded without calling the kernel.
     Const(Entry),
     /// A routing op, run by the executor itself
-    /// ([`OpKernel::route`](kernels::OpKernel::route)).
+    /// ([`OpKernel::route`]).
     Route(kernels::Route),
     /// `compute` on the executor's thread.
     Sync,

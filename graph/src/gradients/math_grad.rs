@@ -4,7 +4,7 @@
 //! gradients of those kernels), `AddN`, `Cast`, `Select`/`SelectV2`, and the ops
 //! declared not differentiable (comparisons, logic, rounding, random numbers).
 //!
-//! - [`shapes`]: constant folding of shape arithmetic and the broadcast reductions.
+//! - `shapes`: constant folding of shape arithmetic and the broadcast reductions.
 //! - `binary`: Add … SquaredDifference, with broadcasting.
 //! - `reduction`: Sum, Mean, Max, Min, Prod, Cumsum, Cumprod, UnsortedSegmentSum.
 //! - `matmul`: MatMul, BatchMatMul, BatchMatMulV2.

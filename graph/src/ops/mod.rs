@@ -3,7 +3,7 @@
 //! `OpDef::build(…)` per op, and typed builder functions (`add`, `mat_mul`, …) that
 //! add a node to a [`Scope`](crate::builder::Scope).
 //!
-//! - [`array`] — constants, placeholders, identity, shapes, slicing, concatenation.
+//! - [`array`](mod@array) — constants, placeholders, identity, shapes, slicing, concatenation.
 //! - [`math`] — element-wise arithmetic, comparisons, logic, reductions, matmul, cast.
 //! - [`reduction`] — Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin.
 //! - [`linalg`] — MatMul, BatchMatMul.
@@ -15,7 +15,7 @@
 //! - [`input`] — `batch`, `shuffle_batch`: queue-fed batching helpers.
 //! - [`function`] — `_Arg`/`_Retval`, how a step's feeds and fetches enter the graph.
 //! - [`sendrecv`] — `_Send`/`_Recv`, inserted by partitioning.
-//! - [`no_op`] — `NoOp`.
+//! - [`no_op`](mod@no_op) — `NoOp`.
 //! - [`summary`] — TensorBoard summaries.
 //! - [`training`] — fused optimizer updates (`ApplyAdam`, `ResourceApplyAdam`, …).
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`.

@@ -97,7 +97,7 @@ fn check_len(shape: &TensorShape, len: usize) -> Result<()> {
 }
 
 /// TensorFlow's message for a tensor that cannot be allocated: "OOM when
-/// allocating tensor with shape [2,3] and type float: `why`". A kernel's allocator
+/// allocating tensor with shape \[2,3\] and type float: `why`". A kernel's allocator
 /// says where (the device) in `why`; the executor adds the node.
 pub fn oom_status(dtype: DType, shape: &TensorShape, why: impl std::fmt::Display) -> Status {
     Status::resource_exhausted(format!(

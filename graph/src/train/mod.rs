@@ -4,7 +4,7 @@
 //!
 //! - [`variables`] — [`VarRef`] (a reference or resource variable), the global,
 //!   trainable and local collections, and variable initializers.
-//! - [`global_step`] — the `global_step` variable and its collection.
+//! - [`global_step`](mod@global_step) — the `global_step` variable and its collection.
 //! - [`slots`] — optimizer slot variables, colocated with their variable.
 //! - [`optimizer`] — the [`Optimizer`] trait: `compute_gradients`,
 //!   `apply_gradients`, `minimize`.

@@ -5,7 +5,7 @@
 //!
 //! - [`types`] — element-type traits and the dtype dispatch macros.
 //! - [`broadcast`] — numpy broadcasting (`BCast`).
-//! - [`array`] — constants, placeholders, identity, shapes, slicing, concat, gather.
+//! - [`array`](mod@array) — constants, placeholders, identity, shapes, slicing, concat, gather.
 //! - [`math`] — element-wise, comparisons, reductions, matmul, cast.
 //! - [`reduction`] — reductions and arg-reductions.
 //! - [`linalg`] — matrix products (gemm).

@@ -1,6 +1,6 @@
 //! Placement (TensorFlow whitepaper §3.2.1 and §4.3): assigns every node one device.
 //!
-//! 1. **Colocation groups** (union-find, [`groups`]): nodes named by a
+//! 1. **Colocation groups** (union-find, `groups`): nodes named by a
 //!    `_class: ["loc:@x"]` attribute join `x`'s group; a reference or resource edge
 //!    joins its producer and consumer (a variable and every op touching it).
 //! 2. **Constraints**: each group merges its members' requested devices (full or
@@ -9,10 +9,10 @@
 //! 3. **Candidates**: the devices matching the group's constraint on which every
 //!    member has a kernel. With soft placement an unsatisfiable constraint falls
 //!    back to any device with kernels; without it, it is an error.
-//! 4. **Cost model** ([`cost`]): groups with several candidates are placed greedily
+//! 4. **Cost model** (`cost`): groups with several candidates are placed greedily
 //!    in topological order by simulated finish time (or, for tests, by a seeded
 //!    random choice).
-//! 5. **Control-flow colocation** ([`control_flow`]): loop skeleton nodes follow
+//! 5. **Control-flow colocation** (`control_flow`): loop skeleton nodes follow
 //!    their neighbours so a loop's back edge never crosses devices.
 //!
 //! A session places its whole graph once ([`place_graph`], TensorFlow's

@@ -1,6 +1,6 @@
 //! How the data-movement kernels see elements: [`Elem`], one Rust type per storage
 //! class (1-, 2-, 4- and 8-byte words for the POD dtypes, `bool`, string bytes and
-//! resource handles), chosen once per kernel by [`dispatch_elem!`] from the dtype's
+//! resource handles), chosen once per kernel by `dispatch_elem!` from the dtype's
 //! element size. A kernel that only moves elements is thus compiled seven times,
 //! not once per dtype, and copies contiguous runs with `memcpy`.
 //!

@@ -11,9 +11,9 @@
 //! - [`bcast`]: BroadcastArgs, BroadcastGradientArgs, InvertPermutation.
 //! - [`fill`]: Fill, ZerosLike, OnesLike, OneHot.
 //! - [`transpose`]: Transpose, ReverseV2.
-//! - [`concat`]: ConcatV2, Concat, Pack.
+//! - [`concat`](mod@concat): ConcatV2, Concat, Pack.
 //! - [`split`]: Split, SplitV, Unpack.
-//! - [`slice`]: Slice, StridedSlice, StridedSliceGrad.
+//! - [`slice`](mod@slice): Slice, StridedSlice, StridedSliceGrad.
 //! - [`gather`]: Gather, GatherV2, Where.
 //! - [`pad`]: Tile, BroadcastTo, Pad, PadV2, MirrorPad.
 //! - [`matrix_diag`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3.

@@ -1,7 +1,7 @@
 //! Checkpoints: the `SaveV2`/`RestoreV2` kernels and actorflow's checkpoint file
 //! format (TensorFlow's ops and attributes, actorflow's own bytes).
 //!
-//! - [`format`] — writing, reading and verifying the format below.
+//! - [`format`](mod@format) — writing, reading and verifying the format below.
 //! - [`crc32c`] — the checksum.
 //! - [`atomic`] — replacing a file atomically (temp file, fsync, rename, fsync
 //!   of the directory).
