@@ -1,21 +1,8 @@
-//! The masking TFRecord applies to the CRC-32C values it stores. The CRC itself is
-//! the checkpoint format's (`kernels::cpu::checkpoint::crc32c`, hardware CRC-32C),
+//! The masked CRC-32C values TFRecord stores. The CRC and its masking are the
+//! checkpoint format's (`kernels::cpu::checkpoint::crc32c`, hardware CRC-32C),
 //! re-exported here.
 
-pub use kernels::cpu::checkpoint::crc32c::crc32c;
-
-const MASK_DELTA: u32 = 0xa282_ead8;
-
-/// A CRC as TFRecord stores it: rotated right by 15 bits plus a constant, so that
-/// the CRC of data holding embedded CRCs stays well distributed.
-pub fn mask(crc: u32) -> u32 {
-    crc.rotate_right(15).wrapping_add(MASK_DELTA)
-}
-
-/// The inverse of [`mask`].
-pub fn unmask(masked: u32) -> u32 {
-    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
-}
+pub use kernels::cpu::checkpoint::crc32c::{crc32c, mask, unmask};
 
 /// The masked CRC-32C of `data`.
 pub fn masked_crc32c(data: &[u8]) -> u32 {

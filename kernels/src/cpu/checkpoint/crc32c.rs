@@ -14,6 +14,20 @@ pub fn crc32c(data: &[u8]) -> u32 {
     ::crc32c::crc32c(data)
 }
 
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// A CRC as LevelDB, TFRecord and TensorFlow's tensor bundles store it next to
+/// data that may itself hold CRCs: rotated right by 15 bits plus a constant, so
+/// that the CRC of such data stays well distributed.
+pub fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// The inverse of [`mask`].
+pub fn unmask(masked: u32) -> u32 {
+    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

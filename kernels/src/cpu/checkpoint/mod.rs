@@ -46,9 +46,11 @@
 //! ([`atomic::remove_stale_temporaries`] deletes those of dead writers).
 
 pub mod atomic;
+pub mod bundle;
 pub mod crc32c;
 pub mod format;
 pub mod save_restore;
+pub mod table;
 
 #[cfg(test)]
 mod tests;
