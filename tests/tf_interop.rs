@@ -16,6 +16,9 @@
 //! RunGraph and RecvTensor in both directions), then the same as a partial run
 //! (`is_partial` RunGraphs in both directions).
 //!
+//! Tensor bundles (checkpoint V2): TensorFlow restores a bundle actorflow wrote
+//! (an index of several blocks) and saves the same tensors to the same bytes.
+//!
 //! Needs TensorFlow: the Python interpreter in `ACTORFLOW_TF_PYTHON` (a virtualenv
 //! with `tensorflow-cpu==2.21.*`). Without it the tests print `SKIPPED:` and pass.
 
@@ -186,5 +189,80 @@ fn a_tensorflow_client_drives_an_actorflow_cluster() {
             results.contains(&format!("PASS {name}").as_str()),
             "{name} did not run: {stdout}"
         );
+    }
+}
+
+/// A tensor bundle actorflow wrote is read by TensorFlow's `RestoreV2`, and
+/// TensorFlow's `SaveV2` of the same tensors in the same order gives the same
+/// bytes, which actorflow reads back. The 2 500 long names make an index of
+/// several blocks (TensorFlow's separator keys between them).
+#[test]
+fn tensorflow_and_actorflow_read_and_write_the_same_bundles() {
+    use actorflow::graph::bf16;
+    use actorflow::kernels::cpu::checkpoint::bundle::{
+        data_path, index_path, write_bundle, BundleReader,
+    };
+    use actorflow::Tensor;
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let long = "x".repeat(300);
+    let mut tensors: Vec<(String, Tensor)> = vec![
+        (
+            "w".into(),
+            Tensor::new(&[2, 3], vec![1.5f32, -2.0, 3.25, 0.0, 0.125, 7.0]).unwrap(),
+        ),
+        ("step".into(), Tensor::scalar(9i64)),
+        ("mask".into(), Tensor::vector(&[true, false])),
+        ("brain".into(), Tensor::vector(&[bf16::from_f32(0.5)])),
+        (
+            "words".into(),
+            Tensor::from_strings(&[3], vec!["a".to_string(), String::new(), long]).unwrap(),
+        ),
+        (
+            "nothing".into(),
+            Tensor::from_strings::<String>(&[0], vec![]).unwrap(),
+        ),
+    ];
+    let scope = "tower/layer/".repeat(20);
+    for i in (0..2500).rev() {
+        tensors.push((
+            format!("{i:05}/{scope}kernel"),
+            Tensor::vector(&[i as f32, -1.0]),
+        ));
+    }
+    let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let ours = tmp.path().join("ours/model.ckpt");
+    write_bundle(&ours, &refs).unwrap();
+    let index = std::fs::read(index_path(&ours)).unwrap();
+    assert!(
+        index.len() > 2 * 256 * 1024,
+        "an index of several blocks: {}",
+        index.len()
+    );
+    let names = tmp.path().join("names.txt");
+    let list: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
+    std::fs::write(&names, list.join("\n")).unwrap();
+    let theirs = tmp.path().join("theirs/model.ckpt");
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    let out = Command::new(&py)
+        .arg(script("bundle_peer.py"))
+        .args([&ours, &theirs, &names])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the TensorFlow peer runs");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("ok"),
+        "TensorFlow could not read actorflow's bundle: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read(index_path(&theirs)).unwrap(), index, "index");
+    assert_eq!(
+        std::fs::read(data_path(&theirs, 0, 1)).unwrap(),
+        std::fs::read(data_path(&ours, 0, 1)).unwrap(),
+        "data"
+    );
+    let r = BundleReader::open(&theirs).unwrap();
+    for (name, t) in &tensors {
+        assert_eq!(&r.tensor(name).unwrap(), t, "{name}");
     }
 }
