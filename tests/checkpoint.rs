@@ -26,6 +26,14 @@ fn files(d: &Path) -> Vec<String> {
     v
 }
 
+/// The files of the bundles (TensorFlow's checkpoint V2) at these prefixes.
+fn bundles(prefixes: &[&str]) -> Vec<String> {
+    prefixes
+        .iter()
+        .flat_map(|p| [format!("{p}.data-00000-of-00001"), format!("{p}.index")])
+        .collect()
+}
+
 fn session(s: &Scope) -> Session {
     Session::new(&s.graph_def(), SessionOptions::default()).unwrap()
 }
@@ -258,7 +266,11 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
     }
     assert_eq!(
         files(dir),
-        ["checkpoint", "model.ckpt-3", "model.ckpt-4"],
+        [
+            &["checkpoint".to_string()][..],
+            &bundles(&["model.ckpt-3", "model.ckpt-4"])
+        ]
+        .concat(),
         "older checkpoints are deleted"
     );
     assert_eq!(
@@ -301,10 +313,17 @@ fn keeps_the_newest_n_and_resumes_after_a_restart() {
     saver2.recover_last_checkpoints(&state.all_model_checkpoint_paths);
     sess2.run(&[], &[], &[train2.name()]).unwrap();
     saver2.save(&sess2, &prefix, Some(5)).unwrap();
-    assert_eq!(files(dir), ["checkpoint", "model.ckpt-4", "model.ckpt-5"]);
+    assert_eq!(
+        files(dir),
+        [
+            &["checkpoint".to_string()][..],
+            &bundles(&["model.ckpt-4", "model.ckpt-5"])
+        ]
+        .concat()
+    );
     // no state file, or one pointing at a deleted checkpoint: no latest
     assert_eq!(train::latest_checkpoint(dir.join("nowhere")).unwrap(), None);
-    std::fs::remove_file(dir.join("model.ckpt-5")).unwrap();
+    std::fs::remove_file(dir.join("model.ckpt-5.index")).unwrap();
     assert_eq!(train::latest_checkpoint(dir).unwrap(), None);
 }
 
@@ -317,28 +336,39 @@ fn damaged_checkpoints_are_data_loss_naming_the_file() {
     let sess = session(&s);
     sess.run(&[], &[], &[init.name(), train_op.name()]).unwrap();
     let path = saver.save(&sess, dir.join("model.ckpt"), Some(1)).unwrap();
-    let good = std::fs::read(&path).unwrap();
+    let read = |p: &Path, ext: &str| std::fs::read(format!("{}{ext}", p.display())).unwrap();
+    let (index, data) = (read(&path, ".index"), read(&path, ".data-00000-of-00001"));
     let fresh = session(&s);
     let bad = dir.join("bad.ckpt");
-    let mut cases: Vec<(String, Vec<u8>)> = [1, 30, good.len() / 2, good.len() - 1]
-        .iter()
-        .map(|&n| (format!("truncated to {n}"), good[..n].to_vec()))
-        .collect();
-    for i in [
-        0,
-        9,
-        30,
-        good.len() / 2,
-        good.len() - 30,
-        good.len() - 10,
-        good.len() - 1,
-    ] {
-        let mut b = good.clone();
-        b[i] ^= 0x10;
-        cases.push((format!("bit flip at {i}"), b));
+    // Damage to the index (its blocks, the footer's handles and magic) or to the
+    // data shard.
+    let footer = index.len() - 48;
+    let mut cases: Vec<(String, Vec<u8>, Vec<u8>)> = Vec::new();
+    for n in [1, 30, index.len() / 2, index.len() - 1] {
+        cases.push((
+            format!("index cut to {n}"),
+            index[..n].to_vec(),
+            data.clone(),
+        ));
     }
-    for (what, bytes) in cases {
-        std::fs::write(&bad, &bytes).unwrap();
+    for i in [0, 9, footer / 2, footer - 3, footer, index.len() - 1] {
+        let mut b = index.clone();
+        b[i] ^= 0x10;
+        cases.push((format!("index bit flip at {i}"), b, data.clone()));
+    }
+    cases.push((
+        "data cut".into(),
+        index.clone(),
+        data[..data.len() / 2].to_vec(),
+    ));
+    for i in [0, data.len() / 2, data.len() - 1] {
+        let mut b = data.clone();
+        b[i] ^= 0x10;
+        cases.push((format!("data bit flip at {i}"), index.clone(), b));
+    }
+    for (what, index, data) in cases {
+        std::fs::write(format!("{}.index", bad.display()), &index).unwrap();
+        std::fs::write(format!("{}.data-00000-of-00001", bad.display()), &data).unwrap();
         let e = saver.restore(&fresh, &bad).unwrap_err();
         assert_eq!(e.code(), Code::DataLoss, "{what}: {e}");
         assert!(
@@ -363,12 +393,16 @@ fn a_failed_save_leaves_the_previous_checkpoint_intact() {
     sess.run(&[], &[], &[init.name(), train_op.name()]).unwrap();
     let prefix = dir.join("model.ckpt");
     let first = saver.save(&sess, &prefix, Some(1)).unwrap();
-    let first_bytes = std::fs::read(&first).unwrap();
+    let first_files = bundles(&["model.ckpt-1"]);
+    let first_bytes: Vec<Vec<u8>> = first_files
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
     let state_before = std::fs::read(dir.join("checkpoint")).unwrap();
     sess.run(&[], &[], &[train_op.name()]).unwrap();
-    // 1. the target path is taken by a directory: the write completes, the
-    //    rename fails
-    std::fs::create_dir(dir.join("model.ckpt-2")).unwrap();
+    // 1. the data shard's path is taken by a directory: the write completes,
+    //    the rename fails
+    std::fs::create_dir(dir.join("model.ckpt-2.data-00000-of-00001")).unwrap();
     let e = saver.save(&sess, &prefix, Some(2)).unwrap_err();
     assert!(e.message().contains("model.ckpt-2"), "{e}");
     // 2. the directory cannot be made (a file is in the way), as an unwritable
@@ -379,20 +413,27 @@ fn a_failed_save_leaves_the_previous_checkpoint_intact() {
         .unwrap_err();
     assert!(e.message().contains("blocker"), "{e}");
     // 3. a save killed mid-way leaves only a stray temporary file behind
-    std::fs::write(dir.join(".model.ckpt-3.tmp-999-0"), &first_bytes[..40]).unwrap();
+    std::fs::write(
+        dir.join(".model.ckpt-3.index.tmp-999-0"),
+        &first_bytes[1][..40],
+    )
+    .unwrap();
     // the previous checkpoint and the state file are untouched and still load
-    assert_eq!(std::fs::read(&first).unwrap(), first_bytes);
+    for (f, b) in first_files.iter().zip(&first_bytes) {
+        assert_eq!(&std::fs::read(dir.join(f)).unwrap(), b, "{f}");
+    }
     assert_eq!(std::fs::read(dir.join("checkpoint")).unwrap(), state_before);
     assert_eq!(saver.last_checkpoints(), std::slice::from_ref(&first));
     assert_eq!(train::latest_checkpoint(dir).unwrap(), Some(first.clone()));
     assert_eq!(
         files(dir),
         [
-            ".model.ckpt-3.tmp-999-0",
+            ".model.ckpt-3.index.tmp-999-0",
             "blocker",
             "checkpoint",
-            "model.ckpt-1",
-            "model.ckpt-2"
+            "model.ckpt-1.data-00000-of-00001",
+            "model.ckpt-1.index",
+            "model.ckpt-2.data-00000-of-00001"
         ]
     );
     let fresh = session(&s);
@@ -547,8 +588,12 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
     );
     // and so does every other checkpoint left (temporary files aside)
     for f in files(dir) {
-        if f.starts_with("model.ckpt-") {
-            train::CheckpointReader::open(dir.join(&f)).unwrap();
+        if let Some(prefix) = f.strip_suffix(".index") {
+            let r = train::CheckpointReader::open(dir.join(prefix)).unwrap();
+            r.tensor("big").unwrap();
+        } else if f.starts_with("model.ckpt-") {
+            // A data shard; a killed save may leave one whose index it never wrote.
+            assert!(f.ends_with(".data-00000-of-00001"), "stray file {f}");
         } else {
             assert!(f == "checkpoint" || f.starts_with('.'), "stray file {f}");
         }

@@ -99,14 +99,31 @@ fn thirty_steps(dir: &TempDir) -> TrainingConfig {
     assert_eq!(run(&dir.0, &cfg, 30), (None, 0));
     assert_eq!(
         files(&dir.0),
-        [
-            "checkpoint",
-            "model.ckpt-10",
-            "model.ckpt-20",
-            "model.ckpt-30"
-        ]
+        state_and_bundles(&["model.ckpt-10", "model.ckpt-20", "model.ckpt-30"])
     );
     cfg
+}
+
+/// The state file and the files of the bundles (TensorFlow's checkpoint V2) at
+/// these prefixes, sorted as `files` lists them.
+fn state_and_bundles(prefixes: &[&str]) -> Vec<String> {
+    let mut v = vec!["checkpoint".to_owned()];
+    for p in prefixes {
+        v.push(format!("{p}.data-00000-of-00001"));
+        v.push(format!("{p}.index"));
+    }
+    v
+}
+
+/// The data shard of the checkpoint at `prefix`.
+fn data(prefix: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.data-00000-of-00001", prefix.display()))
+}
+
+/// Deletes the checkpoint at `prefix` (its index and data shard).
+fn delete(prefix: &Path) {
+    std::fs::remove_file(format!("{}.index", prefix.display())).unwrap();
+    std::fs::remove_file(data(prefix)).unwrap();
 }
 
 fn files(d: &Path) -> Vec<String> {
@@ -118,10 +135,11 @@ fn files(d: &Path) -> Vec<String> {
     v
 }
 
-/// Flips bytes in the middle of a checkpoint (its tensor data), as a bad disk
-/// sector would.
-fn corrupt(path: &Path) {
-    let mut b = std::fs::read(path).unwrap();
+/// Flips bytes in the middle of a checkpoint's data shard (its tensor data), as a
+/// bad disk sector would.
+fn corrupt(prefix: &Path) {
+    let path = data(prefix);
+    let mut b = std::fs::read(&path).unwrap();
     let mid = b.len() / 2;
     for x in &mut b[mid..mid + 4] {
         *x ^= 0xA5;
@@ -180,7 +198,7 @@ fn a_corrupt_newest_checkpoint_falls_back_and_leaves_the_state_file() {
     let cfg = thirty_steps(&dir);
     let bad = dir.0.join("model.ckpt-30");
     corrupt(&bad);
-    let bad_bytes = std::fs::read(&bad).unwrap();
+    let bad_bytes = std::fs::read(data(&bad)).unwrap();
     // Restarted: step 20's checkpoint, with step 20's values (checked in
     // `run`), and a warning naming the skipped file and its DataLoss.
     let ((from, step), logged) = warnings(|| run(&dir.0, &cfg, 5));
@@ -198,7 +216,7 @@ fn a_corrupt_newest_checkpoint_falls_back_and_leaves_the_state_file() {
         state_file(&dir.0),
         state_listing(&["model.ckpt-10", "model.ckpt-20", "model.ckpt-25"])
     );
-    assert_eq!(std::fs::read(&bad).unwrap(), bad_bytes);
+    assert_eq!(std::fs::read(data(&bad)).unwrap(), bad_bytes);
     // The next run restores step 25 without a warning, and keeping 3 goes on:
     // saving at 35 deletes step 10.
     let ((from, step), logged) = warnings(|| run(&dir.0, &cfg, 10));
@@ -210,13 +228,12 @@ fn a_corrupt_newest_checkpoint_falls_back_and_leaves_the_state_file() {
     );
     assert_eq!(
         files(&dir.0),
-        [
-            "checkpoint",
+        state_and_bundles(&[
             "model.ckpt-20",
             "model.ckpt-25",
             "model.ckpt-30",
             "model.ckpt-35"
-        ]
+        ])
     );
 }
 
@@ -224,14 +241,14 @@ fn a_corrupt_newest_checkpoint_falls_back_and_leaves_the_state_file() {
 fn a_deleted_newest_checkpoint_falls_back() {
     let dir = TempDir::new("deleted");
     let cfg = thirty_steps(&dir);
-    std::fs::remove_file(dir.0.join("model.ckpt-30")).unwrap();
+    delete(&dir.0.join("model.ckpt-30"));
     let ((from, step), logged) = warnings(|| run(&dir.0, &cfg, 0));
     assert_eq!((from, step), (Some(dir.0.join("model.ckpt-20")), 20));
     assert!(logged.contains("model.ckpt-30"), "{logged}");
     // the final save (at 20, the step it opened at) is skipped; nothing new
     assert_eq!(
         files(&dir.0),
-        ["checkpoint", "model.ckpt-10", "model.ckpt-20"]
+        state_and_bundles(&["model.ckpt-10", "model.ckpt-20"])
     );
 }
 
@@ -243,7 +260,7 @@ fn without_a_state_file_the_checkpoint_files_are_found_by_step() {
     std::fs::write(dir.0.join("checkpoint"), b"").unwrap();
     // names that are not checkpoints of `model.ckpt` are never tried
     std::fs::write(dir.0.join("model.ckpt-99.bak"), b"junk").unwrap();
-    std::fs::write(dir.0.join("other.ckpt-99"), b"junk").unwrap();
+    std::fs::write(dir.0.join("other.ckpt-99.index"), b"junk").unwrap();
     std::fs::create_dir(dir.0.join("model.ckpt-98")).unwrap();
     let ((from, step), logged) = warnings(|| run(&dir.0, &cfg, 0));
     assert_eq!((from, step), (Some(dir.0.join("model.ckpt-30")), 30));
@@ -288,7 +305,7 @@ fn no_readable_checkpoint_refuses_to_start_unless_told_to() {
     assert_eq!(state_file(&dir.0), state_before, "nothing was written");
     // the state file lists checkpoints that are all gone: the same refusal
     for step in [10, 20, 30] {
-        std::fs::remove_file(dir.0.join(format!("model.ckpt-{step}"))).unwrap();
+        delete(&dir.0.join(format!("model.ckpt-{step}")));
     }
     let e = open(&cfg).err().expect("training must not start");
     assert_eq!(e.code(), Code::DataLoss, "{e}");
@@ -335,21 +352,22 @@ fn a_save_deletes_the_temporaries_of_killed_saves_and_nothing_else() {
     let gone = 4_194_305u32;
     let me = std::process::id();
     let stale = [
-        format!(".model.ckpt-2.tmp-{exited}-0"),
-        format!(".model.ckpt-3.tmp-{gone}-0"),
+        format!(".model.ckpt-2.index.tmp-{exited}-0"),
+        format!(".model.ckpt-3.data-00000-of-00001.tmp-{gone}-0"),
         format!(".model.ckpt-4.index.tmp-{gone}-3"),
         format!(".checkpoint.tmp-{gone}-1"),
     ];
     let others = [
         // this process's own (a save of another thread may be writing it)
-        format!(".model.ckpt-3.tmp-{me}-0"),
+        format!(".model.ckpt-3.index.tmp-{me}-0"),
         // not a temporary of this saver's files
-        format!(".other.ckpt-3.tmp-{gone}-0"),
+        format!(".other.ckpt-3.index.tmp-{gone}-0"),
         format!(".model.ckpt.bak.tmp-{gone}-0"),
+        format!(".model.ckpt-3.tmp-{gone}-0"),
         // not our temporary-name pattern
-        format!("model.ckpt-3.tmp-{gone}-0"),
-        format!(".model.ckpt-3.tmp-{gone}-0.keep"),
-        format!(".model.ckpt-3.tmp-{gone}"),
+        format!("model.ckpt-3.index.tmp-{gone}-0"),
+        format!(".model.ckpt-3.index.tmp-{gone}-0.keep"),
+        format!(".model.ckpt-3.index.tmp-{gone}"),
         "notes.txt".to_owned(),
     ];
     // old enough to count as abandoned even where no /proc says the writer is gone
@@ -365,7 +383,7 @@ fn a_save_deletes_the_temporaries_of_killed_saves_and_nothing_else() {
         .save(&sess, dir.0.join("model.ckpt"), Some(1))
         .unwrap();
     let mut want: Vec<String> = others.to_vec();
-    want.extend(["checkpoint".to_owned(), "model.ckpt-1".to_owned()]);
+    want.extend(state_and_bundles(&["model.ckpt-1"]));
     want.sort();
     assert_eq!(files(&dir.0), want);
     for (i, name) in stale.iter().chain(&others).enumerate().skip(stale.len()) {

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use actorflow::graph::import::{graph_def_from_tf_bytes, graph_def_from_tf_text, ImportOptions};
 use actorflow::graph::proto::{graph as pb, text};
-use actorflow::kernels::cpu::checkpoint::format::{read_index_from, reseal, write_checkpoint};
+use actorflow::kernels::cpu::checkpoint::bundle::{data_path, index_path, write_bundle};
+use actorflow::kernels::cpu::checkpoint::table::{read_table, TableBuilder};
 use actorflow::kernels::cpu::checkpoint::CheckpointReader;
 use actorflow::{npy, Code, DType, GraphDef, RunArgs, RunOptions, Runtime, RuntimeOptions};
 use actorflow::{Session, SessionOptions, Status, Tensor};
@@ -597,42 +598,50 @@ fn mutants_of_every_fixture_fail_cleanly() {
 
     let started = Instant::now();
     let ckpts = checkpoint_seed_files();
+    let tmp = tempfile::tempdir().expect("a scratch directory");
+    let prefix = tmp.path().join("mutant");
     let mut tally = Tally::default();
     for seed in seeds(2 << 20, CHECKPOINT_MUTANTS) {
         let mut rng = SplitMix64(seed);
-        let input = rng.below(ckpts.len());
-        let mut b = mutate_bytes(&mut rng, &ckpts[input]);
-        if rng.below(2) == 0 {
-            reseal(&mut b);
-        }
-        let path = Path::new("mutant.ckpt");
-        let index = tally.guard(seed, "read_index", || {
-            read_index_from(path, std::io::Cursor::new(&b), b.len() as u64)
-        });
+        let (index, data) = &ckpts[rng.below(ckpts.len())];
+        // Mutate the index's bytes (its block checksums catch most of it), or its
+        // entries rebuilt into a table with valid checksums (so the damage
+        // reaches the entry decoding and the data reads behind them), or the
+        // data shard.
+        let (index, data) = match rng.below(3) {
+            0 => (mutate_bytes(&mut rng, index), data.clone()),
+            1 => {
+                let entries = read_table(Path::new("seed"), index).expect("a seed's index reads");
+                let mut t = TableBuilder::new();
+                for (k, v) in &entries {
+                    let v = if rng.below(2) == 0 {
+                        mutate_bytes(&mut rng, v)
+                    } else {
+                        v.clone()
+                    };
+                    t.add(k, &v).expect("the seed's keys are sorted");
+                }
+                (t.finish(), data.clone())
+            }
+            _ => (index.clone(), mutate_bytes(&mut rng, data)),
+        };
+        std::fs::write(data_path(&prefix, 0, 1), &data).expect("writes the data shard");
         let parsed = tally.guard(seed, "checkpoint", || {
-            CheckpointReader::parse(path, b.clone().into()).and_then(|r| {
-                let names: Vec<String> = r.tensors().map(|i| i.name.clone()).collect();
-                let tensors = names
-                    .iter()
-                    .map(|n| r.tensor(n))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok((r.tensors().cloned().collect::<Vec<_>>(), tensors))
+            CheckpointReader::parse(&prefix, &index).map(|r| {
+                let infos: Vec<_> = r.tensors().cloned().collect();
+                let tensors: Vec<_> = infos.iter().map(|i| r.tensor(&i.name)).collect();
+                (infos, tensors)
             })
         });
-        if let (Some(index), Some(parsed)) = (index, parsed) {
-            let index = tally.result(seed, "read_index", index);
-            if let Some((infos, tensors)) = tally.result(seed, "checkpoint", parsed) {
-                // A file the verifying reader accepts, the index lists the same way,
-                // and every tensor has its listed dtype and shape.
-                if index.as_ref() != Some(&infos)
-                    || infos
-                        .iter()
-                        .zip(&tensors)
-                        .any(|(i, t)| (i.dtype, &i.shape) != (t.dtype(), t.shape()))
-                {
-                    tally
-                        .broken
-                        .push((seed, "readers disagree on an accepted file".into()));
+        if let Some((infos, tensors)) = parsed.and_then(|p| tally.result(seed, "checkpoint", p)) {
+            // Every tensor the reader returns has its listed dtype and shape.
+            for (i, t) in infos.iter().zip(tensors) {
+                if let Some(t) = tally.result(seed, "tensor", t) {
+                    if (i.dtype, &i.shape) != (t.dtype(), t.shape()) {
+                        tally
+                            .broken
+                            .push((seed, "a tensor differs from its index entry".into()));
+                    }
                 }
             }
         }
@@ -642,9 +651,10 @@ fn mutants_of_every_fixture_fail_cleanly() {
     rt.shutdown();
 }
 
-/// The checkpoints the mutants start from: every dtype class (floats, ints, bool,
-/// strings), scalars, an empty tensor, nested names.
-fn checkpoint_seed_files() -> Vec<Vec<u8>> {
+/// The checkpoints the mutants start from, as (index, data shard) bytes: every
+/// dtype class (floats, ints, bool, strings), scalars, an empty tensor, nested
+/// names.
+fn checkpoint_seed_files() -> Vec<(Vec<u8>, Vec<u8>)> {
     let sets: Vec<Vec<(&str, Tensor)>> = vec![
         vec![
             (
@@ -670,28 +680,31 @@ fn checkpoint_seed_files() -> Vec<Vec<u8>> {
             ("x", Tensor::zeros(DType::F64, [4, 1, 2])),
         ],
     ];
+    let tmp = tempfile::tempdir().expect("a scratch directory");
     sets.iter()
-        .map(|set| {
+        .enumerate()
+        .map(|(i, set)| {
             let refs: Vec<(&str, &Tensor)> = set.iter().map(|(n, t)| (*n, t)).collect();
-            let mut out = Vec::new();
-            write_checkpoint(&mut out, &refs).expect("a checkpoint writes");
-            out
+            let prefix = tmp.path().join(format!("seed{i}"));
+            write_bundle(&prefix, &refs).expect("a checkpoint writes");
+            let read = |p: PathBuf| std::fs::read(p).expect("reads a seed file");
+            (read(index_path(&prefix)), read(data_path(&prefix, 0, 1)))
         })
         .collect()
 }
 
-/// Writes the checkpoint seeds to `$ACTORFLOW_CKPT_SEEDS` for
+/// Writes the seeds' index files to `$ACTORFLOW_CKPT_SEEDS` for
 /// `fuzz/seed_corpus.sh` (does nothing when it is unset).
 #[test]
 fn checkpoint_seeds() {
     let seeds = checkpoint_seed_files();
-    for b in &seeds {
-        let r = CheckpointReader::parse(Path::new("seed"), b.clone().into()).expect("a seed reads");
+    for (index, _) in &seeds {
+        let r = CheckpointReader::parse(Path::new("seed"), index).expect("a seed reads");
         assert!(r.tensors().count() >= 2);
     }
     if let Some(dir) = std::env::var_os("ACTORFLOW_CKPT_SEEDS") {
-        for (i, b) in seeds.iter().enumerate() {
-            std::fs::write(Path::new(&dir).join(format!("seed{i}.ckpt")), b).expect("writes");
+        for (i, (index, _)) in seeds.iter().enumerate() {
+            std::fs::write(Path::new(&dir).join(format!("seed{i}.index")), index).expect("writes");
         }
     }
 }

@@ -200,7 +200,7 @@ fn a_tensorflow_client_drives_an_actorflow_cluster() {
 fn tensorflow_and_actorflow_read_and_write_the_same_bundles() {
     use actorflow::graph::bf16;
     use actorflow::kernels::cpu::checkpoint::bundle::{
-        data_path, index_path, write_bundle, BundleReader,
+        data_path, index_path, write_bundle, CheckpointReader,
     };
     use actorflow::Tensor;
     let Some(py) = python() else { return };
@@ -261,7 +261,7 @@ fn tensorflow_and_actorflow_read_and_write_the_same_bundles() {
         std::fs::read(data_path(&ours, 0, 1)).unwrap(),
         "data"
     );
-    let r = BundleReader::open(&theirs).unwrap();
+    let r = CheckpointReader::open(&theirs).unwrap();
     for (name, t) in &tensors {
         assert_eq!(&r.tensor(name).unwrap(), t, "{name}");
     }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use actorflow_kernels::cpu::checkpoint::bundle::{
-    data_path, index_path, write_bundle, BundleReader,
+    data_path, index_path, write_bundle, CheckpointReader,
 };
 use graph::{bf16, f16, DType, Tensor};
 
@@ -55,7 +55,7 @@ fn fixture_tensors() -> Vec<(&'static str, Tensor)> {
 
 #[test]
 fn reads_what_tensorflow_wrote() {
-    let r = BundleReader::open(fixture()).unwrap();
+    let r = CheckpointReader::open(fixture()).unwrap();
     let mut expected = fixture_tensors();
     expected.sort_by(|a, b| a.0.cmp(b.0));
     let listed: Vec<_> = r.tensors().map(|i| i.name.clone()).collect();

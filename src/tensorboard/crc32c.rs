@@ -13,6 +13,9 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
+    /// LevelDB's and TFRecord's masking constant.
+    const MASK_DELTA: u32 = 0xa282_ead8;
+
     #[test]
     fn masked_check_value() {
         // The CRC-32C check value 0xE3069283, rotated right by 15 plus the delta.

@@ -10,7 +10,7 @@
 //! - [`sync_replicas_hook`] — [`SyncReplicasHook`]: the initialisation and the
 //!   chief's sync loop of a [`SyncReplicasOptimizer`].
 //!
-//! The checkpoint file format and its reader live in
+//! The checkpoint format (TensorFlow's tensor bundle) and its reader live in
 //! [`kernels::cpu::checkpoint`] (re-exported here as [`CheckpointReader`]).
 
 pub mod checkpoint_management;

@@ -16,12 +16,14 @@
 //! save/restore_all         NoOp after every assignment: the restore target
 //! ```
 //!
-//! Checkpoint files use the format of `kernels::cpu::checkpoint` and are
-//! written atomically, as is the state file: a crash or error during a save
-//! leaves the previous checkpoints and state intact, and at most a temporary
-//! file, which the next save into that directory deletes (only temporaries of
-//! this saver's checkpoint names and of the state file, and only once their
-//! writer's process is gone).
+//! A checkpoint is TensorFlow's tensor bundle (`kernels::cpu::checkpoint`): a
+//! save to `dir/model.ckpt-300` writes `model.ckpt-300.index` and
+//! `model.ckpt-300.data-00000-of-00001`, which TensorFlow's `Saver` restores
+//! (and the other way round). Each file is written atomically, as is the state
+//! file: a crash or error during a save leaves the previous checkpoints and
+//! state intact, and at most temporary files, which the next save into that
+//! directory deletes (only temporaries of this saver's checkpoint names and of
+//! the state file, and only once their writer's process is gone).
 //!
 //! After a restart, [`Saver::restore_newest_readable`] restores the newest
 //! checkpoint that loads, skipping damaged or missing ones with a warning and
@@ -48,6 +50,7 @@ use graph::ops;
 use graph::train::{global_variables, VarRef};
 use graph::{DType, Result, Shape, Status, Tensor};
 use kernels::cpu::checkpoint::atomic::{remove_stale_temporaries, write_atomically};
+use kernels::cpu::checkpoint::bundle::{bundle_files, bundle_prefix_of, index_path};
 use kernels::cpu::checkpoint::read_index;
 
 use crate::train::checkpoint_management::{restore_newest_readable, step_in_name, LatestRestore};
@@ -237,10 +240,12 @@ impl Saver {
             (last.clone(), doomed)
         };
         update_checkpoint_state(&dir, &path, &kept)?;
-        for p in doomed {
-            if let Err(e) = std::fs::remove_file(&p) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(path = %p.display(), error = %e, "could not delete an old checkpoint");
+        for prefix in doomed {
+            for p in bundle_files(&prefix) {
+                if let Err(e) = std::fs::remove_file(&p) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(path = %p.display(), error = %e, "could not delete an old checkpoint");
+                    }
                 }
             }
         }
@@ -354,9 +359,10 @@ fn remove_stale_save_temporaries(dir: &Path, save_path: &Path, path: &Path) {
     let base = save_path.file_name().and_then(|n| n.to_str());
     let this = path.file_name().and_then(|n| n.to_str());
     let removed = remove_stale_temporaries(dir, |target| {
+        let bundle = bundle_prefix_of(target);
         target == CHECKPOINT_STATE_FILE
-            || Some(target) == this
-            || base.is_some_and(|b| step_in_name(target, b).is_some())
+            || (bundle.is_some() && bundle == this)
+            || bundle.is_some_and(|p| base.is_some_and(|b| step_in_name(p, b).is_some()))
     });
     for p in removed {
         tracing::info!(path = %p.display(), "deleted the temporary file of an interrupted save");
@@ -498,5 +504,5 @@ pub fn get_checkpoint_state(dir: impl AsRef<Path>) -> Result<Option<CheckpointSt
 pub fn latest_checkpoint(dir: impl AsRef<Path>) -> Result<Option<PathBuf>> {
     Ok(get_checkpoint_state(dir)?
         .map(|s| s.model_checkpoint_path)
-        .filter(|p| p.is_file()))
+        .filter(|p| index_path(p).is_file()))
 }

@@ -19,7 +19,7 @@
 //! - [`no_op`] — `NoOp`.
 //! - [`summary`] — TensorBoard summaries.
 //! - [`training`] — optimizer updates (`ApplyAdam`, …).
-//! - [`checkpoint`] — `SaveV2`/`RestoreV2` and the checkpoint file format.
+//! - [`checkpoint`] — `SaveV2`/`RestoreV2` and TensorFlow's checkpoint format (the tensor bundle).
 //!
 //! [`dispatch`]: crate::dispatch_numeric
 

@@ -1,5 +1,5 @@
 //! TensorFlow's tensor bundle (checkpoint V2), read and written byte for byte as
-//! TensorFlow's `BundleWriter`/`BundleReader` do
+//! TensorFlow's `BundleWriter`/`CheckpointReader` do
 //! (`tensorflow/core/util/tensor_bundle/tensor_bundle.cc`).
 //!
 //! A bundle at `prefix` is two files:
@@ -116,17 +116,32 @@ fn encode_tensor(t: &Tensor, out: &mut Vec<u8>) -> Result<u32> {
 /// index lists them sorted, the data shard in the order given). Missing parent
 /// directories are created.
 pub fn write_bundle(prefix: &Path, tensors: &[(&str, &Tensor)]) -> Result<()> {
+    // Every request error before any file is touched.
+    let mut seen = std::collections::HashSet::new();
+    for (name, t) in tensors {
+        if name.is_empty() {
+            return Err(Status::invalid_argument(
+                "a checkpoint tensor needs a non-empty name (the empty key is the bundle's header)",
+            ));
+        }
+        if !seen.insert(*name) {
+            return Err(Status::invalid_argument(format!(
+                "Adding duplicate key: {name}"
+            )));
+        }
+        if !(t.dtype().is_pod() || t.dtype() == DType::String) {
+            return Err(Status::invalid_argument(format!(
+                "tensor '{name}' has dtype {}, which a checkpoint cannot hold",
+                t.dtype()
+            )));
+        }
+    }
     let mut entries: BTreeMap<&str, BundleEntryProto> = BTreeMap::new();
     let mut offset = 0u64;
     let mut buf = Vec::new();
     let data = data_path(prefix, 0, 1);
     write_atomically(&data, true, |w: &mut dyn Write| {
         for (name, t) in tensors {
-            if name.is_empty() {
-                return Err(Status::invalid_argument(
-                    "a checkpoint tensor needs a non-empty name (the empty key is the bundle's header)",
-                ));
-            }
             buf.clear();
             let crc = encode_tensor(t, &mut buf)
                 .map_err(|e| e.context(format_args!("tensor '{name}'")))?;
@@ -139,11 +154,7 @@ pub fn write_bundle(prefix: &Path, tensors: &[(&str, &Tensor)]) -> Result<()> {
                 crc32c: mask(crc),
                 slices: Vec::new(),
             };
-            if entries.insert(name, entry).is_some() {
-                return Err(Status::invalid_argument(format!(
-                    "Adding duplicate key: {name}"
-                )));
-            }
+            entries.insert(name, entry);
             w.write_all(&buf)
                 .map_err(|e| Status::from(e).context(format_args!("writing {}", data.display())))?;
             offset += buf.len() as u64;
@@ -171,6 +182,51 @@ pub fn write_bundle(prefix: &Path, tensors: &[(&str, &Tensor)]) -> Result<()> {
     })
 }
 
+/// The tensors of the bundle at `prefix`, sorted by name (its index only).
+pub fn read_index(prefix: impl AsRef<Path>) -> Result<Vec<TensorInfo>> {
+    Ok(CheckpointReader::open(prefix)?.tensors().cloned().collect())
+}
+
+/// The bundle prefix (a file name) whose index or data shard `file_name` is:
+/// `model.ckpt-7` for `model.ckpt-7.index` or `model.ckpt-7.data-00000-of-00001`.
+pub fn bundle_prefix_of(file_name: &str) -> Option<&str> {
+    if let Some(p) = file_name.strip_suffix(".index") {
+        return Some(p);
+    }
+    let (p, shard) = file_name.rsplit_once(".data-")?;
+    let (a, b) = shard.split_once("-of-")?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|c| c.is_ascii_digit());
+    (digits(a) && digits(b)).then_some(p)
+}
+
+/// The files of the bundle at `prefix` that exist: its index and data shards.
+pub fn bundle_files(prefix: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (prefix.parent(), prefix.file_name().and_then(|n| n.to_str()))
+    else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(bundle_prefix_of)
+                .is_some_and(|p| p == name)
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
 /// An entry of a bundle's index: where a tensor's bytes are.
 #[derive(Clone, Debug)]
 struct Entry {
@@ -184,17 +240,17 @@ struct Entry {
 
 /// A bundle's index, read and checked; tensors are read from the data shards on
 /// demand.
-pub struct BundleReader {
+pub struct CheckpointReader {
     prefix: PathBuf,
     num_shards: usize,
     entries: BTreeMap<String, Entry>,
 }
 
-impl std::fmt::Debug for BundleReader {
+impl std::fmt::Debug for CheckpointReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "BundleReader({}, {} tensors)",
+            "CheckpointReader({}, {} tensors)",
             self.prefix.display(),
             self.entries.len()
         )
@@ -208,21 +264,21 @@ fn corrupt(path: &Path, why: impl std::fmt::Display) -> Status {
     ))
 }
 
-impl BundleReader {
+impl CheckpointReader {
     /// Reads the index of the bundle at `prefix`: `NotFound` when there is none,
     /// `DataLoss` naming the file when it is damaged, `Unimplemented` for a
     /// version or byte order this code does not read.
-    pub fn open(prefix: impl AsRef<Path>) -> Result<BundleReader> {
+    pub fn open(prefix: impl AsRef<Path>) -> Result<CheckpointReader> {
         let prefix = prefix.as_ref();
         let path = index_path(prefix);
         let bytes = std::fs::read(&path).map_err(|e| {
             Status::from(e).context(format_args!("reading checkpoint index {}", path.display()))
         })?;
-        BundleReader::parse(prefix, &bytes)
+        CheckpointReader::parse(prefix, &bytes)
     }
 
     /// Reads an index file's bytes (of the bundle at `prefix`).
-    pub fn parse(prefix: &Path, index: &[u8]) -> Result<BundleReader> {
+    pub fn parse(prefix: &Path, index: &[u8]) -> Result<CheckpointReader> {
         let path = index_path(prefix);
         let table = read_table(&path, index)?;
         let mut it = table.into_iter();
@@ -298,7 +354,7 @@ impl BundleReader {
                 },
             );
         }
-        Ok(BundleReader {
+        Ok(CheckpointReader {
             prefix: prefix.to_owned(),
             num_shards,
             entries,
@@ -439,7 +495,7 @@ mod tests {
             .path()
             .join("sub/model.ckpt-7.data-00000-of-00001")
             .is_file());
-        let r = BundleReader::open(&prefix).unwrap();
+        let r = CheckpointReader::open(&prefix).unwrap();
         let names: Vec<_> = r.tensors().map(|i| i.name.as_str()).collect();
         assert_eq!(names, ["empty", "global_step", "mask", "names", "w"]);
         for (n, t) in &tensors {
@@ -447,6 +503,24 @@ mod tests {
             assert_eq!(r.info(n).unwrap().shape, *t.shape());
         }
         assert_eq!(r.tensor("nope").unwrap_err().code(), graph::Code::NotFound);
+    }
+
+    #[test]
+    fn file_names_name_their_bundle() {
+        assert_eq!(bundle_prefix_of("model.ckpt-7.index"), Some("model.ckpt-7"));
+        assert_eq!(
+            bundle_prefix_of("model.ckpt-7.data-00000-of-00001"),
+            Some("model.ckpt-7")
+        );
+        assert_eq!(bundle_prefix_of("model.ckpt-7.data-0-of-1"), None);
+        assert_eq!(bundle_prefix_of("model.ckpt-7"), None);
+        assert_eq!(bundle_prefix_of("checkpoint"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m");
+        write_bundle(&p, &[("x", &Tensor::scalar(1.0f32))]).unwrap();
+        write_bundle(&dir.path().join("m2"), &[("x", &Tensor::scalar(1.0f32))]).unwrap();
+        assert_eq!(bundle_files(&p), vec![data_path(&p, 0, 1), index_path(&p)]);
+        assert_eq!(read_index(&p).unwrap()[0].name, "x");
     }
 
     #[test]
@@ -500,7 +574,7 @@ mod tests {
             let mut bad = good.clone();
             bad[i] ^= 0x01;
             std::fs::write(&data, &bad).unwrap();
-            let r = BundleReader::open(&prefix).unwrap();
+            let r = CheckpointReader::open(&prefix).unwrap();
             let failed: Vec<_> = tensors
                 .iter()
                 .filter_map(|(n, _)| r.tensor(n).err())
@@ -514,12 +588,12 @@ mod tests {
             );
         }
         std::fs::write(&data, &good[..good.len() - 3]).unwrap();
-        let r = BundleReader::open(&prefix).unwrap();
+        let r = CheckpointReader::open(&prefix).unwrap();
         let e = r.tensor("names").unwrap_err();
         assert_eq!(e.code(), graph::Code::DataLoss, "{e}");
         assert!(e.message().contains("'names'"), "{e}");
         assert_eq!(
-            BundleReader::open(dir.path().join("missing"))
+            CheckpointReader::open(dir.path().join("missing"))
                 .unwrap_err()
                 .code(),
             graph::Code::NotFound

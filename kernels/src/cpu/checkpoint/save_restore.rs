@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use graph::ops::checkpoint::ShapeAndSlice;
 use graph::{DType, Result, Status, Tensor};
 
-use crate::cpu::checkpoint::atomic::write_atomically;
-use crate::cpu::checkpoint::format::{write_checkpoint, CheckpointReader, TensorInfo};
+use crate::cpu::checkpoint::bundle::{write_bundle, CheckpointReader, TensorInfo};
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -77,8 +76,7 @@ impl OpKernel for SaveV2Kernel {
             }
             tensors.push((name.as_str(), t));
         }
-        crate::cpu::checkpoint::format::validate(&tensors)?;
-        write_atomically(&path, true, |w| write_checkpoint(w, &tensors))
+        write_bundle(&path, &tensors)
     }
 
     fn is_expensive(&self) -> bool {
@@ -153,7 +151,7 @@ impl RestoreV2Kernel {
             return Err(Status::invalid_argument(format!(
                 "tensor {} in checkpoint {} has dtype {}, but the restore asks for {want}",
                 info.name,
-                reader.path().display(),
+                reader.prefix().display(),
                 info.dtype
             )));
         }

@@ -386,10 +386,15 @@ pub fn read_table(path: &Path, file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     }
     let mut pos = 0;
     let handles = &footer[..2 * MAX_HANDLE_LEN];
-    let _meta =
-        BlockHandle::decode(handles, &mut pos).ok_or_else(|| corrupt(path, "bad footer"))?;
+    let meta = BlockHandle::decode(handles, &mut pos).ok_or_else(|| corrupt(path, "bad footer"))?;
     let index =
         BlockHandle::decode(handles, &mut pos).ok_or_else(|| corrupt(path, "bad footer"))?;
+    // TensorFlow writes no meta entries; the block is checked all the same.
+    block_entries(
+        path,
+        read_block(path, file, meta, "metaindex")?,
+        "metaindex",
+    )?;
     let index_block = read_block(path, file, index, "index")?;
     let mut out = Vec::new();
     for (_, handle) in block_entries(path, index_block, "index")? {

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use graph::{bf16, f16, Code, DType, NodeDef, Tensor};
 
-use crate::cpu::checkpoint::atomic::write_atomically;
-use crate::cpu::checkpoint::format::{
-    read_index, read_index_from, reseal, write_checkpoint, CheckpointReader, HEADER_LEN,
+use crate::cpu::checkpoint::bundle::{
+    data_path, index_path, read_index, write_bundle, CheckpointReader,
 };
+use crate::cpu::checkpoint::table;
 use crate::testutil::run_node;
 
 /// An empty directory of its own, removed when the guard drops (a panic too).
@@ -61,9 +61,9 @@ fn same_bits(a: &Tensor, b: &Tensor) -> bool {
         }
 }
 
-fn write(path: &Path, tensors: &[(&str, Tensor)]) {
+fn write(prefix: &Path, tensors: &[(&str, Tensor)]) {
     let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
-    write_atomically(path, true, |w| write_checkpoint(w, &refs)).unwrap();
+    write_bundle(prefix, &refs).unwrap();
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn round_trip_is_bit_exact() {
         let back = r.tensor(name).unwrap();
         assert!(same_bits(&back, t), "{name}: {back:?} != {t:?}");
     }
-    // records are sorted by name, and the index agrees with the reader
+    // the index lists them sorted by name, and read_index agrees with the reader
     let names: Vec<&str> = r.tensors().map(|i| i.name.as_str()).collect();
     let mut sorted = names.clone();
     sorted.sort();
@@ -86,141 +86,92 @@ fn round_trip_is_bit_exact() {
     let index = read_index(&p).unwrap();
     assert_eq!(index, r.tensors().cloned().collect::<Vec<_>>());
     assert_eq!(r.tensor("nope").unwrap_err().code(), Code::NotFound);
-    // the same tensors in another order give the same bytes
-    let q = d.join("again");
-    let mut rev = samples();
-    rev.reverse();
-    write(&q, &rev);
-    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&q).unwrap());
 }
 
 #[test]
-fn truncation_and_bit_flips_are_data_loss() {
+fn index_damage_is_data_loss_naming_the_file() {
     let tmp = scratch("damage");
     let d = tmp.path();
     let p = d.join("ckpt");
     write(&p, &samples());
-    let good = std::fs::read(&p).unwrap();
-    let bad = d.join("bad");
+    let index = index_path(&p);
+    let good = std::fs::read(&index).unwrap();
     let check = |bytes: &[u8], what: &str| {
-        std::fs::write(&bad, bytes).unwrap();
-        let e = CheckpointReader::open(&bad).unwrap_err();
-        assert_eq!(e.code(), Code::DataLoss, "{what}: {e}");
-        assert!(
-            e.message().contains(&bad.display().to_string()),
-            "{what}: {e}"
-        );
+        std::fs::write(&index, bytes).unwrap();
+        match CheckpointReader::open(&p) {
+            Err(e) => {
+                assert_eq!(e.code(), Code::DataLoss, "{what}: {e}");
+                assert!(e.message().contains(".index"), "{what}: {e}");
+            }
+            Ok(_) => panic!("{what}: damage went unnoticed"),
+        }
     };
-    for cut in [
-        0,
-        1,
-        8,
-        23,
-        24,
-        40,
-        good.len() / 2,
-        good.len() - 21,
-        good.len() - 1,
-    ] {
+    for cut in [0, 1, 8, good.len() / 2, good.len() - 8, good.len() - 1] {
         check(&good[..cut], &format!("cut at {cut}"));
     }
-    // every single bit flip anywhere is caught (a sample of bits per byte)
-    for i in 0..good.len() {
+    // Every bit flip in the blocks and the footer's handles and magic is caught
+    // (the footer's zero padding carries nothing).
+    let footer = good.len() - table::FOOTER_LEN;
+    for i in (0..footer).chain(good.len() - 8..good.len()) {
         let mut b = good.clone();
         b[i] ^= 1 << (i % 8);
         check(&b, &format!("flip at {i}"));
     }
-    // a damaged record names its tensor
-    let at = good
-        .windows(5)
-        .position(|w| w == b"words")
-        .expect("the name is in the file");
-    let mut b = good.clone();
-    b[at + 40] ^= 0x40;
-    std::fs::write(&bad, &b).unwrap();
-    let e = CheckpointReader::open(&bad).unwrap_err();
-    assert!(e.message().contains("'words'"), "{e}");
-    // appended garbage is caught too
-    let mut b = good.clone();
-    b.extend_from_slice(b"junk");
-    check(&b, "appended");
-    // not a checkpoint at all
-    std::fs::write(&bad, b"hello, this is just some text file of words").unwrap();
-    let e = CheckpointReader::open(&bad).unwrap_err();
-    assert!(e.message().contains("not an actorflow checkpoint"), "{e}");
+    std::fs::write(
+        &index,
+        "hello, this is just some text file of words\n".repeat(3),
+    )
+    .unwrap();
+    let e = CheckpointReader::open(&p).unwrap_err();
+    assert!(e.message().contains("bad magic"), "{e}");
     let e = CheckpointReader::open(d.join("missing")).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
 }
 
 #[test]
-fn a_newer_version_is_unimplemented_not_corruption() {
+fn a_newer_version_or_byte_order_is_unimplemented_not_corruption() {
+    use graph::proto::tf::{BundleHeaderProto, VersionDef};
+    use prost::Message;
     let tmp = scratch("version");
-    let d = tmp.path();
-    let p = d.join("ckpt");
-    write(&p, &samples()[..2]);
-    let mut b = std::fs::read(&p).unwrap();
-    b[8] = 2;
-    // recompute the file checksum as a version-2 writer would have
-    let n = b.len() - 20;
-    let crc = crate::cpu::checkpoint::crc32c::crc32c(&b[..n]);
-    b[n + 8..n + 12].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(&p, &b).unwrap();
-    let e = CheckpointReader::open(&p).unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented, "{e}");
-    assert_eq!(read_index(&p).unwrap_err().code(), Code::Unimplemented);
-    // without the matching checksum the same version field is damage
-    b[n + 8] ^= 1;
-    std::fs::write(&p, &b).unwrap();
-    assert_eq!(read_index(&p).unwrap_err().code(), Code::DataLoss);
-}
-
-/// Damage the checksums would catch first, resealed so the structural checks see
-/// it: a record length near u64::MAX (an unchecked sum in `read_index` used to
-/// overflow), dims whose product overflows, a huge name length. Each is
-/// `DataLoss` from both readers; resealing intact bytes changes nothing.
-#[test]
-fn resealed_structural_damage_is_data_loss_in_both_readers() {
-    let mut good = Vec::new();
-    let tensors = samples();
-    let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
-    write_checkpoint(&mut good, &refs).unwrap();
-    let mut same = good.clone();
-    reseal(&mut same);
-    assert_eq!(same, good);
-    let path = Path::new("mem.ckpt");
-    let index = |b: &[u8]| read_index_from(path, std::io::Cursor::new(b), b.len() as u64);
-    assert_eq!(index(&good).unwrap().len(), tensors.len());
-    // The first record starts after the header: length, name_len, name, dtype,
-    // rank, dims.
-    let first = HEADER_LEN;
-    let name_len = u32::from_le_bytes(good[first + 8..first + 12].try_into().unwrap()) as usize;
-    let rank_at = first + 12 + name_len + 4;
-    let cases: [(usize, Vec<u8>); 4] = [
-        (first, (u64::MAX - 3).to_le_bytes().to_vec()),
-        (first, (u64::MAX).to_le_bytes().to_vec()),
-        (first + 8, u32::MAX.to_le_bytes().to_vec()),
-        (rank_at, 255u32.to_le_bytes().to_vec()),
-    ];
-    for (at, patch) in cases {
-        let mut b = good.clone();
-        b[at..at + patch.len()].copy_from_slice(&patch);
-        reseal(&mut b);
-        let e = CheckpointReader::parse(path, b.clone().into()).unwrap_err();
-        assert_eq!(e.code(), Code::DataLoss, "{e}");
-        let e = index(&b).unwrap_err();
-        assert_eq!(e.code(), Code::DataLoss, "{e}");
+    let p = tmp.path().join("ckpt");
+    for header in [
+        BundleHeaderProto {
+            num_shards: 1,
+            endianness: 0,
+            version: Some(VersionDef {
+                producer: 3,
+                min_consumer: 2,
+                ..Default::default()
+            }),
+        },
+        BundleHeaderProto {
+            num_shards: 1,
+            endianness: 1,
+            version: Some(VersionDef {
+                producer: 1,
+                ..Default::default()
+            }),
+        },
+    ] {
+        let mut t = table::TableBuilder::new();
+        t.add(b"", &header.encode_to_vec()).unwrap();
+        std::fs::write(index_path(&p), t.finish()).unwrap();
+        let e = CheckpointReader::open(&p).unwrap_err();
+        assert_eq!(e.code(), Code::Unimplemented, "{e}");
+        assert_eq!(read_index(&p).unwrap_err().code(), Code::Unimplemented);
     }
 }
 
 #[test]
 fn invalid_requests_write_nothing() {
-    let mut sink = Vec::new();
+    let tmp = scratch("invalid");
+    let p = tmp.path().join("ckpt");
     let t = Tensor::scalar(1.0f32);
-    let e = write_checkpoint(&mut sink, &[("a", &t), ("a", &t)]).unwrap_err();
-    assert!(e.message().contains("saved twice"), "{e}");
-    let e = write_checkpoint(&mut sink, &[("", &t)]).unwrap_err();
+    let e = write_bundle(&p, &[("a", &t), ("a", &t)]).unwrap_err();
+    assert!(e.message().contains("duplicate key"), "{e}");
+    let e = write_bundle(&p, &[("", &t)]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(sink.is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 fn strings(v: &[&str]) -> Tensor {
@@ -305,8 +256,11 @@ fn save_and_restore_kernels() {
     )
     .unwrap_err();
     assert!(e.message().contains("has shape [4,3]"), "{e}");
-    // saving twice under one name, or a real slice, is refused and keeps the file
-    let before = std::fs::read(&p).unwrap();
+    // saving twice under one name, or a real slice, is refused and keeps the files
+    let before = (
+        std::fs::read(index_path(&p)).unwrap(),
+        std::fs::read(data_path(&p, 0, 1)).unwrap(),
+    );
     let e = run_node(
         save_node(&[DType::F32, DType::F32]),
         vec![
@@ -330,7 +284,13 @@ fn save_and_restore_kernels() {
     )
     .unwrap_err();
     assert_eq!(e.code(), Code::Unimplemented);
-    assert_eq!(std::fs::read(&p).unwrap(), before);
+    assert_eq!(
+        (
+            std::fs::read(index_path(&p)).unwrap(),
+            std::fs::read(data_path(&p, 0, 1)).unwrap()
+        ),
+        before
+    );
     // a full-slice spec is a whole tensor
     run_node(
         save_node(&[DType::F32]),
@@ -357,18 +317,21 @@ fn restore_of_a_damaged_file_is_data_loss() {
     let d = tmp.path();
     let p = d.join("ckpt");
     write(&p, &samples());
-    let mut b = std::fs::read(&p).unwrap();
+    // The data shard holds the tensors in the order saved: the last is
+    // "scope/nested/name", which a cut end damages.
+    let data = data_path(&p, 0, 1);
+    let mut b = std::fs::read(&data).unwrap();
     b.truncate(b.len() - 3);
-    std::fs::write(&p, &b).unwrap();
+    std::fs::write(&data, &b).unwrap();
     let e = run_node(
-        restore_node(&[DType::I64]),
+        restore_node(&[DType::F64]),
         vec![
             Tensor::string_scalar(p.display().to_string()),
-            strings(&["step"]),
+            strings(&["scope/nested/name"]),
             strings(&[""]),
         ],
     )
     .unwrap_err();
-    assert_eq!(e.code(), Code::DataLoss);
-    assert!(e.message().contains(&p.display().to_string()), "{e}");
+    assert_eq!(e.code(), Code::DataLoss, "{e}");
+    assert!(e.message().contains(&data.display().to_string()), "{e}");
 }
