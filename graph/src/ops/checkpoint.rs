@@ -1,8 +1,9 @@
 //! Checkpoint ops with TensorFlow's signatures (`io_ops.cc`): `SaveV2` writes named
-//! tensors to the checkpoint file at `prefix`, `RestoreV2` reads them back. The file
-//! format is actorflow's own (documented in the kernels' `cpu::checkpoint` module);
-//! what the ops share with TensorFlow are the inputs, attributes and the
-//! `shape_and_slices` specs, parsed here by [`ShapeAndSlice`].
+//! tensors to the checkpoint at `prefix`, `RestoreV2` reads them back,
+//! `MergeV2Checkpoints` merges the shards of a sharded save, and
+//! `ShardedFilename`/`ShardedFilespec` name the shards. The format is TensorFlow's
+//! tensor bundle (the kernels' `cpu::checkpoint` module reads and writes it);
+//! `shape_and_slices` specs are parsed here by [`ShapeAndSlice`].
 //!
 //! A `shape_and_slices` entry is `""` for a whole tensor, or TensorFlow's
 //! `"<dim0> <dim1> … <slice>"`: the full tensor's shape, then a slice spec with one
@@ -13,8 +14,53 @@ use crate::builder::{Operation, Output, Scope};
 use crate::op_def::{InferenceContext, OpDef};
 use crate::{DType, OpRegistry, Result, Shape, Status, Tensor, TensorShape};
 
-/// Registers `SaveV2` and `RestoreV2`.
+/// Registers `SaveV2`, `RestoreV2`, `MergeV2Checkpoints`, `ShardedFilename`,
+/// `ShardedFilespec`, and the string ops TensorFlow's sharded `Saver` builds
+/// around them (`StringJoin`, `StaticRegexFullMatch`).
 pub fn register_all_ops(r: &OpRegistry) {
+    r.register(
+        OpDef::build("MergeV2Checkpoints")
+            .input("checkpoint_prefixes: string")
+            .input("destination_prefix: string")
+            .attr("delete_old_dirs: bool = true")
+            .attr("allow_missing_files: bool = false")
+            .stateful()
+            .shape_fn(|c| {
+                with_rank(c, 0, 1, "checkpoint_prefixes")?;
+                with_rank(c, 1, 0, "destination_prefix")?;
+                Ok(())
+            }),
+    );
+    r.register(
+        OpDef::build("ShardedFilename")
+            .input("basename: string")
+            .input("shard: int32")
+            .input("num_shards: int32")
+            .output("filename: string")
+            .shape_fn(crate::op_def::shape_fn::scalar),
+    );
+    r.register(
+        OpDef::build("ShardedFilespec")
+            .input("basename: string")
+            .input("num_shards: int32")
+            .output("filename: string")
+            .shape_fn(crate::op_def::shape_fn::scalar),
+    );
+    r.register(
+        OpDef::build("StringJoin")
+            .input("inputs: N * string")
+            .output("output: string")
+            .attr("N: int >= 0")
+            .attr("separator: string = ''")
+            .shape_fn(string_join_shape),
+    );
+    r.register(
+        OpDef::build("StaticRegexFullMatch")
+            .input("input: string")
+            .output("output: bool")
+            .attr("pattern: string")
+            .shape_fn(crate::op_def::shape_fn::unchanged),
+    );
     r.register(
         OpDef::build("SaveV2")
             .input("prefix: string")
@@ -46,6 +92,25 @@ fn with_rank(c: &InferenceContext<'_>, i: usize, rank: usize, what: &str) -> Res
         ))),
         _ => Ok(s),
     }
+}
+
+/// `StringJoin`: the inputs' common shape (scalars broadcast).
+fn string_join_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+    let mut out = Shape::scalar();
+    for i in 0..c.num_inputs() {
+        let s = c.input(i);
+        if s.rank() == Some(0) {
+            continue;
+        }
+        out = if out.rank() == Some(0) {
+            s
+        } else {
+            out.merge(&s).map_err(|e| {
+                e.context(format_args!("the inputs of StringJoin '{}'", c.node().name))
+            })?
+        };
+    }
+    c.set_output(0, out)
 }
 
 fn save_shape(c: &mut InferenceContext<'_>) -> Result<()> {

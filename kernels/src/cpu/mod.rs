@@ -19,7 +19,9 @@
 //! - [`no_op`] — `NoOp`.
 //! - [`summary`] — TensorBoard summaries.
 //! - [`training`] — optimizer updates (`ApplyAdam`, …).
-//! - [`checkpoint`] — `SaveV2`/`RestoreV2` and TensorFlow's checkpoint format (the tensor bundle).
+//! - [`checkpoint`] — `SaveV2`/`RestoreV2`/`MergeV2Checkpoints`/`ShardedFilename` and
+//!   TensorFlow's checkpoint format (the tensor bundle).
+//! - [`strings`] — `StringJoin`, `StaticRegexFullMatch`.
 //!
 //! [`dispatch`]: crate::dispatch_numeric
 
@@ -39,6 +41,7 @@ pub mod random;
 pub mod reduction;
 pub mod sendrecv;
 pub mod state;
+pub mod strings;
 pub mod summary;
 pub mod training;
 pub mod types;
@@ -62,6 +65,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     reduction::register_all_kernels(r);
     sendrecv::register_all_kernels(r);
     state::register_all_kernels(r);
+    strings::register_all_kernels(r);
     summary::register_all_kernels(r);
     training::register_all_kernels(r);
 }

@@ -264,6 +264,165 @@ fn corrupt(path: &Path, why: impl std::fmt::Display) -> Status {
     ))
 }
 
+/// The header and entries of a bundle's index (`prefix` names it in errors),
+/// the header's version and byte order checked.
+fn parse_raw(
+    prefix: &Path,
+    index: &[u8],
+) -> Result<(BundleHeaderProto, Vec<(String, BundleEntryProto)>)> {
+    let path = index_path(prefix);
+    let table = read_table(&path, index)?;
+    let mut it = table.into_iter();
+    let header = match it.next() {
+        Some((k, v)) if k.is_empty() => BundleHeaderProto::decode(v.as_slice()).map_err(|e| {
+            corrupt(&path, format!("its header does not parse: {e}")).with_source(e)
+        })?,
+        _ => return Err(corrupt(&path, "it has no header entry")),
+    };
+    let version = header.version.clone().unwrap_or_default();
+    if version.producer < MIN_PRODUCER
+        || version.min_consumer > BUNDLE_VERSION
+        || version.bad_consumers.contains(&BUNDLE_VERSION)
+    {
+        return Err(Status::unimplemented(format!(
+            "checkpoint {} has bundle version {} (readable by {} and later); this build reads version {BUNDLE_VERSION}",
+            prefix.display(),
+            version.producer,
+            version.min_consumer
+        )));
+    }
+    if header.endianness != Endianness::Little as i32 {
+        return Err(Status::unimplemented(format!(
+            "checkpoint {} was written big-endian; this build reads little-endian bundles",
+            prefix.display()
+        )));
+    }
+    let mut entries = Vec::new();
+    for (k, v) in it {
+        let name =
+            String::from_utf8(k).map_err(|_| corrupt(&path, "a tensor name is not UTF-8"))?;
+        let e = BundleEntryProto::decode(v.as_slice()).map_err(|err| {
+            corrupt(
+                &path,
+                format!("tensor '{name}': its entry does not parse: {err}"),
+            )
+            .with_source(err)
+        })?;
+        entries.push((name, e));
+    }
+    Ok((header, entries))
+}
+
+/// Merges the bundles at `inputs` (the shards of a sharded save) into one at
+/// `dest`, as TensorFlow's `MergeV2Checkpoints` does: their entries in one
+/// index (a key in two bundles is an error unless both hold slices of it), their
+/// data shards renamed to `dest.data-NNNNN-of-MMMMM` in order of first use, then
+/// their index files deleted. An input without an index is `NotFound` unless
+/// `allow_missing_files` (at least one must exist).
+pub fn merge_bundles(inputs: &[PathBuf], dest: &Path, allow_missing_files: bool) -> Result<()> {
+    if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Status::from(e).context(format_args!("creating directory {}", dir.display()))
+        })?;
+    }
+    let mut header: Option<BundleHeaderProto> = None;
+    let mut merged: BTreeMap<String, BundleEntryProto> = BTreeMap::new();
+    // Data files in order of first use, each with its new shard id.
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut merged_from = Vec::new();
+    for prefix in inputs {
+        let index = index_path(prefix);
+        let bytes = match std::fs::read(&index) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && allow_missing_files => continue,
+            Err(e) => {
+                return Err(
+                    Status::from(e).context(format_args!("merging checkpoint {}", index.display()))
+                )
+            }
+        };
+        let (h, entries) = parse_raw(prefix, &bytes)?;
+        match &mut header {
+            None => header = Some(h.clone()),
+            Some(first) => {
+                if first.endianness != h.endianness || first.version != h.version {
+                    return Err(Status::invalid_argument(format!(
+                        "checkpoint {} has another byte order or version than {}",
+                        prefix.display(),
+                        inputs[0].display()
+                    )));
+                }
+                first.num_shards += h.num_shards;
+            }
+        }
+        let shards = usize::try_from(h.num_shards).unwrap_or(0);
+        for (key, mut e) in entries {
+            if let Some(have) = merged.get_mut(&key) {
+                if have.slices.is_empty()
+                    || e.slices.is_empty()
+                    || have.dtype != e.dtype
+                    || have.shape != e.shape
+                {
+                    return Err(Status::invalid_argument(format!(
+                        "Duplicate tensor keyed by {key} encountered, when merging prefix: {}",
+                        prefix.display()
+                    )));
+                }
+                have.slices.append(&mut e.slices);
+                continue;
+            }
+            let shard = usize::try_from(e.shard_id).unwrap_or(usize::MAX);
+            if shard >= shards {
+                return Err(corrupt(
+                    &index,
+                    format!("tensor '{key}': shard {} of {shards}", e.shard_id),
+                ));
+            }
+            let file = data_path(prefix, shard, shards);
+            let id = match files.iter().position(|f| f == &file) {
+                Some(i) => i,
+                None => {
+                    files.push(file);
+                    files.len() - 1
+                }
+            };
+            e.shard_id = id as i32;
+            merged.insert(key, e);
+        }
+        merged_from.push(index);
+    }
+    let Some(header) = header else {
+        return Err(Status::not_found(format!(
+            "none of the {} checkpoints to merge into {} exists",
+            inputs.len(),
+            dest.display()
+        )));
+    };
+    for (i, f) in files.iter().enumerate() {
+        let to = data_path(dest, i, files.len());
+        std::fs::rename(f, &to).map_err(|e| {
+            Status::from(e).context(format_args!("renaming {} to {}", f.display(), to.display()))
+        })?;
+    }
+    let mut table = TableBuilder::new();
+    table.add(b"", &header.encode_to_vec())?;
+    for (name, e) in &merged {
+        table.add(name.as_bytes(), &e.encode_to_vec())?;
+    }
+    let index = table.finish();
+    let dest_index = index_path(dest);
+    write_atomically(&dest_index, true, |w| {
+        w.write_all(&index)
+            .map_err(|e| Status::from(e).context(format_args!("writing {}", dest_index.display())))
+    })?;
+    for f in merged_from {
+        if f != dest_index {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    Ok(())
+}
+
 impl CheckpointReader {
     /// Reads the index of the bundle at `prefix`: `NotFound` when there is none,
     /// `DataLoss` naming the file when it is damaged, `Unimplemented` for a
@@ -280,45 +439,14 @@ impl CheckpointReader {
     /// Reads an index file's bytes (of the bundle at `prefix`).
     pub fn parse(prefix: &Path, index: &[u8]) -> Result<CheckpointReader> {
         let path = index_path(prefix);
-        let table = read_table(&path, index)?;
-        let mut it = table.into_iter();
-        let header = match it.next() {
-            Some((k, v)) if k.is_empty() => {
-                BundleHeaderProto::decode(v.as_slice()).map_err(|e| {
-                    corrupt(&path, format!("its header does not parse: {e}")).with_source(e)
-                })?
-            }
-            _ => return Err(corrupt(&path, "it has no header entry")),
-        };
-        let version = header.version.unwrap_or_default();
-        if version.producer < MIN_PRODUCER
-            || version.min_consumer > BUNDLE_VERSION
-            || version.bad_consumers.contains(&BUNDLE_VERSION)
-        {
-            return Err(Status::unimplemented(format!(
-                "checkpoint {} has bundle version {} (readable by {} and later); this build reads version {BUNDLE_VERSION}",
-                prefix.display(),
-                version.producer,
-                version.min_consumer
-            )));
-        }
-        if header.endianness != Endianness::Little as i32 {
-            return Err(Status::unimplemented(format!(
-                "checkpoint {} was written big-endian; this build reads little-endian bundles",
-                prefix.display()
-            )));
-        }
+        let (header, raw) = parse_raw(prefix, index)?;
         let num_shards = usize::try_from(header.num_shards)
             .ok()
             .filter(|&n| n >= 1)
             .ok_or_else(|| corrupt(&path, format!("it has {} data shards", header.num_shards)))?;
         let mut entries = BTreeMap::new();
-        for (k, v) in it {
-            let name =
-                String::from_utf8(k).map_err(|_| corrupt(&path, "a tensor name is not UTF-8"))?;
+        for (name, e) in raw {
             let bad = |why: String| corrupt(&path, format!("tensor '{name}': {why}"));
-            let e = BundleEntryProto::decode(v.as_slice())
-                .map_err(|err| bad(format!("its entry does not parse: {err}")).with_source(err))?;
             let dtype = DType::from_tf_enum(e.dtype)
                 .ok()
                 .filter(|d| !d.is_ref && (d.dtype.is_pod() || d.dtype == DType::String))
@@ -503,6 +631,46 @@ mod tests {
             assert_eq!(r.info(n).unwrap().shape, *t.shape());
         }
         assert_eq!(r.tensor("nope").unwrap_err().code(), graph::Code::NotFound);
+    }
+
+    #[test]
+    fn merging_shards_renumbers_their_data_files_as_tensorflow_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("model_temp");
+        let p0 = tmp.join("part-00000-of-00002");
+        let p1 = tmp.join("part-00001-of-00002");
+        let one = Tensor::scalar(1.0f32);
+        write_bundle(&p0, &[("d", &one), ("b", &Tensor::scalar(2i64))]).unwrap();
+        write_bundle(&p1, &[("c", &one), ("a", &Tensor::vector(&[3u8]))]).unwrap();
+        let dest = dir.path().join("model");
+        merge_bundles(&[p0.clone(), p1.clone()], &dest, false).unwrap();
+        // TensorFlow 2.21 merges {b, d} and {a, c} this way: the first input's
+        // data file becomes shard 0, and the header counts both shards.
+        let (header, entries) =
+            parse_raw(&dest, &std::fs::read(index_path(&dest)).unwrap()).unwrap();
+        assert_eq!(header.encode_to_vec(), [0x08, 0x02, 0x1a, 0x02, 0x08, 0x01]);
+        let shards: Vec<(&str, i32)> = entries
+            .iter()
+            .map(|(k, e)| (k.as_str(), e.shard_id))
+            .collect();
+        assert_eq!(shards, [("a", 1), ("b", 0), ("c", 1), ("d", 0)]);
+        let r = CheckpointReader::open(&dest).unwrap();
+        assert_eq!(r.tensor("a").unwrap(), Tensor::vector(&[3u8]));
+        assert_eq!(r.tensor("b").unwrap(), Tensor::scalar(2i64));
+        assert!(data_path(&dest, 1, 2).is_file());
+        // The inputs' index files are gone, their data files renamed.
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+        // A key in two inputs, a missing input, or no input at all.
+        write_bundle(&p0, &[("x", &one)]).unwrap();
+        write_bundle(&p1, &[("x", &one)]).unwrap();
+        let e = merge_bundles(&[p0.clone(), p1.clone()], &dest, false).unwrap_err();
+        assert!(e.message().contains("Duplicate tensor keyed by x"), "{e}");
+        let missing = tmp.join("missing");
+        let e = merge_bundles(&[missing.clone(), p1.clone()], &dest, false).unwrap_err();
+        assert_eq!(e.code(), graph::Code::NotFound, "{e}");
+        merge_bundles(&[missing.clone(), p1], &dest, true).unwrap();
+        let e = merge_bundles(&[missing], &dest, true).unwrap_err();
+        assert_eq!(e.code(), graph::Code::NotFound, "{e}");
     }
 
     #[test]

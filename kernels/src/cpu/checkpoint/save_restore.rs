@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use graph::ops::checkpoint::ShapeAndSlice;
 use graph::{DType, Result, Status, Tensor};
 
-use crate::cpu::checkpoint::bundle::{write_bundle, CheckpointReader, TensorInfo};
+use crate::cpu::checkpoint::bundle::{merge_bundles, write_bundle, CheckpointReader, TensorInfo};
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -202,8 +202,121 @@ impl OpKernel for RestoreV2Kernel {
     }
 }
 
-/// Registers `SaveV2` and `RestoreV2`.
+/// A scalar string input, as UTF-8.
+fn string_scalar(ctx: &OpKernelContext<'_>, i: usize, what: &str) -> Result<String> {
+    let t = ctx.input(i)?;
+    if t.rank() != 0 {
+        return Err(Status::invalid_argument(format!(
+            "{what} must be a scalar, got shape {}",
+            t.shape()
+        )));
+    }
+    String::from_utf8(t.as_strings()?[0].to_vec())
+        .map_err(|_| Status::invalid_argument(format!("{what} is not UTF-8")))
+}
+
+/// A scalar int32 input.
+fn int_scalar(ctx: &OpKernelContext<'_>, i: usize, what: &str) -> Result<i32> {
+    let t = ctx.input(i)?;
+    if t.rank() != 0 {
+        return Err(Status::invalid_argument(format!(
+            "{what} must be a scalar, got shape {}",
+            t.shape()
+        )));
+    }
+    t.scalar_value::<i32>()
+}
+
+/// `ShardedFilename`: `basename-00001-of-00004`.
+struct ShardedFilenameKernel;
+
+impl OpKernel for ShardedFilenameKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let base = string_scalar(ctx, 0, "basename")?;
+        let shard = int_scalar(ctx, 1, "shard")?;
+        let num = int_scalar(ctx, 2, "num_shards")?;
+        ctx.set_output(
+            0,
+            Tensor::string_scalar(format!("{base}-{shard:05}-of-{num:05}")),
+        )
+    }
+}
+
+/// `ShardedFilespec`: `basename-?????-of-00004`, the glob of every shard.
+struct ShardedFilespecKernel;
+
+impl OpKernel for ShardedFilespecKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let base = string_scalar(ctx, 0, "basename")?;
+        let num = int_scalar(ctx, 1, "num_shards")?;
+        ctx.set_output(
+            0,
+            Tensor::string_scalar(format!("{base}-?????-of-{num:05}")),
+        )
+    }
+}
+
+/// `MergeV2Checkpoints`: the shards of a sharded save into one bundle; see
+/// [`merge_bundles`]. With `delete_old_dirs`, each shard's directory (when it is
+/// not the destination's) is then removed if empty, as TensorFlow does.
+struct MergeV2CheckpointsKernel {
+    delete_old_dirs: bool,
+    allow_missing_files: bool,
+}
+
+impl OpKernel for MergeV2CheckpointsKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let t = ctx.input(0)?;
+        if t.rank() != 1 {
+            return Err(Status::invalid_argument(format!(
+                "checkpoint_prefixes must be a vector, got shape {}",
+                t.shape()
+            )));
+        }
+        let inputs = t
+            .as_strings()?
+            .iter()
+            .map(|b| {
+                std::str::from_utf8(b)
+                    .map(PathBuf::from)
+                    .map_err(|_| Status::invalid_argument("a checkpoint prefix is not UTF-8"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let dest = PathBuf::from(string_scalar(ctx, 1, "destination_prefix")?);
+        merge_bundles(&inputs, &dest, self.allow_missing_files)?;
+        if self.delete_old_dirs {
+            let dest_dir = dest.parent().map(PathBuf::from);
+            for p in &inputs {
+                let dir = p.parent().map(PathBuf::from);
+                if dir.is_some() && dir != dest_dir {
+                    // Not recursive: a directory something else still uses stays.
+                    let _ = dir.map(std::fs::remove_dir);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_expensive(&self) -> bool {
+        true
+    }
+}
+
+/// Registers `SaveV2`, `RestoreV2`, `MergeV2Checkpoints`, `ShardedFilename` and
+/// `ShardedFilespec`.
 pub fn register_all_kernels(r: &mut KernelRegistry) {
+    r.register(KernelDef::cpu("ShardedFilename", |_| {
+        Ok(Box::new(ShardedFilenameKernel))
+    }));
+    r.register(KernelDef::cpu("ShardedFilespec", |_| {
+        Ok(Box::new(ShardedFilespecKernel))
+    }));
+    r.register(KernelDef::cpu("MergeV2Checkpoints", |c| {
+        Ok(Box::new(MergeV2CheckpointsKernel {
+            delete_old_dirs: c.attr("delete_old_dirs")?,
+            allow_missing_files: c.attr("allow_missing_files")?,
+        }))
+    }));
     r.register(KernelDef::cpu("SaveV2", |_| Ok(Box::new(SaveV2Kernel))));
     r.register(KernelDef::cpu("RestoreV2", |c| {
         Ok(Box::new(RestoreV2Kernel {
