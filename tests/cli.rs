@@ -571,3 +571,29 @@ fn errors_exit_with_their_code_and_message() {
     );
     assert!(stderr(&o).contains("Usage"));
 }
+
+#[test]
+fn inspect_lists_a_checkpoints_tensors() {
+    let tmp = temp_dir("inspect-ckpt");
+    let prefix = tmp.path().join("model.ckpt-7");
+    let w = actorflow::Tensor::new(&[2, 3], vec![0.5f32; 6]).unwrap();
+    let step = actorflow::Tensor::scalar(7i64);
+    actorflow::kernels::cpu::checkpoint::write_bundle(
+        &prefix,
+        &[("w", &w), ("global_step", &step)],
+    )
+    .unwrap();
+    let out = ok(&["inspect", &prefix.display().to_string()]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("checkpoint {}: 2 tensors", prefix.display())
+    );
+    let words = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(words(lines[1]), ["global_step", "int64", "[]"]);
+    assert_eq!(words(lines[2]), ["w", "float32", "[2,3]"]);
+    // A damaged index is DATA_LOSS (the exit code is the canonical code, 15).
+    std::fs::write(tmp.path().join("model.ckpt-7.index"), b"junk").unwrap();
+    let e = fails(&["inspect", &prefix.display().to_string()], 15, "DATA_LOSS");
+    assert!(e.contains("model.ckpt-7.index"), "{e}");
+}

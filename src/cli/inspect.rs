@@ -1,6 +1,9 @@
 //! `actorflow inspect`: a graph's op histogram, the placement and partitions a
 //! session chooses for one step (by default, one that runs every node), and the
 //! graph as Graphviz DOT (`--dot`) or SVG (`--svg`, when `dot` is installed).
+//! Given a checkpoint prefix instead of a graph (`model.ckpt-300`, whose
+//! `.index` exists), it lists the checkpoint's tensors with their dtypes and
+//! shapes, as TensorFlow's `inspect_checkpoint` does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +54,18 @@ pub struct InspectArgs {
     pub view: View,
 }
 
+/// Lists the tensors of the checkpoint at `prefix`: name, dtype, shape.
+fn inspect_checkpoint(prefix: &std::path::Path) -> Result<()> {
+    let r = actorflow::train::CheckpointReader::open(prefix)?;
+    let infos: Vec<_> = r.tensors().collect();
+    println!("checkpoint {}: {} tensors", prefix.display(), infos.len());
+    let width = infos.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    for i in infos {
+        println!("  {:<width$}  {:<8}  {}", i.name, i.dtype.name(), i.shape);
+    }
+    Ok(())
+}
+
 /// Op name → count, most frequent first (ties by name).
 pub fn op_histogram(g: &GraphDef) -> Vec<(String, usize)> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -64,6 +79,10 @@ pub fn op_histogram(g: &GraphDef) -> Vec<(String, usize)> {
 
 /// `actorflow inspect`.
 pub fn main(args: &InspectArgs) -> Result<()> {
+    let path = &args.graph.graph;
+    if actorflow::kernels::cpu::checkpoint::bundle::index_path(path).is_file() {
+        return inspect_checkpoint(path);
+    }
     let graph = args.graph.load()?;
     println!(
         "graph {}: {} nodes",
