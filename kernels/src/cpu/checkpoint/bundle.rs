@@ -532,6 +532,21 @@ impl CheckpointReader {
         let mut f = File::open(&path).map_err(|err| {
             Status::from(err).context(format_args!("reading checkpoint data {}", path.display()))
         })?;
+        // Checked against the file before anything is allocated: a damaged entry
+        // must not ask for terabytes.
+        let file_len = f
+            .metadata()
+            .map_err(|err| Status::from(err).context(format_args!("reading {}", path.display())))?
+            .len();
+        if e.offset
+            .checked_add(e.size)
+            .is_none_or(|end| end > file_len)
+        {
+            return Err(bad(format!(
+                "it lies at bytes {}..+{} of a file of {file_len}",
+                e.offset, e.size
+            )));
+        }
         let mut buf = vec![0u8; len];
         f.seek(SeekFrom::Start(e.offset))
             .and_then(|_| f.read_exact(&mut buf))
@@ -755,6 +770,27 @@ mod tests {
                 failed[0]
             );
         }
+        // An entry claiming more bytes than the file holds fails before it
+        // allocates them.
+        std::fs::write(&data, &good).unwrap();
+        let mut table = TableBuilder::new();
+        let (header, mut entries) =
+            parse_raw(&prefix, &std::fs::read(index_path(&prefix)).unwrap()).unwrap();
+        table.add(b"", &header.encode_to_vec()).unwrap();
+        for (k, e) in &mut entries {
+            if k == "w" {
+                e.shape = Some(shape_to_proto(&Shape::known(&[1 << 20, 1 << 20])));
+                e.size = 4 << 40;
+            }
+            table.add(k.as_bytes(), &e.encode_to_vec()).unwrap();
+        }
+        std::fs::write(index_path(&prefix), table.finish()).unwrap();
+        let e = CheckpointReader::open(&prefix)
+            .unwrap()
+            .tensor("w")
+            .unwrap_err();
+        assert_eq!(e.code(), graph::Code::DataLoss, "{e}");
+        write_bundle(&prefix, &refs).unwrap();
         std::fs::write(&data, &good[..good.len() - 3]).unwrap();
         let r = CheckpointReader::open(&prefix).unwrap();
         let e = r.tensor("names").unwrap_err();
