@@ -9,18 +9,9 @@ use crate::cpu::checkpoint::bundle::{merge_bundles, write_bundle, CheckpointRead
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
-/// The checkpoint path of input 0 (a string scalar).
+/// The checkpoint path of input 0 (a non-empty string scalar).
 fn prefix(ctx: &OpKernelContext<'_>) -> Result<PathBuf> {
-    let t = ctx.input(0)?;
-    if t.rank() != 0 {
-        return Err(Status::invalid_argument(format!(
-            "Input prefix should have a single element, got shape {}",
-            t.shape()
-        )));
-    }
-    let s = t.as_strings()?;
-    let p = std::str::from_utf8(&s[0])
-        .map_err(|_| Status::invalid_argument("the checkpoint prefix is not UTF-8"))?;
+    let p = string_scalar(ctx, 0, "prefix")?;
     if p.is_empty() {
         return Err(Status::invalid_argument("the checkpoint prefix is empty"));
     }
@@ -202,29 +193,28 @@ impl OpKernel for RestoreV2Kernel {
     }
 }
 
-/// A scalar string input, as UTF-8.
-fn string_scalar(ctx: &OpKernelContext<'_>, i: usize, what: &str) -> Result<String> {
+/// Input `i`, checked to be a scalar (TensorFlow's message otherwise).
+fn scalar_input<'a>(ctx: &'a OpKernelContext<'_>, i: usize, what: &str) -> Result<&'a Tensor> {
     let t = ctx.input(i)?;
     if t.rank() != 0 {
         return Err(Status::invalid_argument(format!(
-            "{what} must be a scalar, got shape {}",
+            "Input {what} should have a single element, got shape {}",
             t.shape()
         )));
     }
+    Ok(t)
+}
+
+/// A scalar string input, as UTF-8.
+fn string_scalar(ctx: &OpKernelContext<'_>, i: usize, what: &str) -> Result<String> {
+    let t = scalar_input(ctx, i, what)?;
     String::from_utf8(t.as_strings()?[0].to_vec())
-        .map_err(|_| Status::invalid_argument(format!("{what} is not UTF-8")))
+        .map_err(|_| Status::invalid_argument(format!("the checkpoint {what} is not UTF-8")))
 }
 
 /// A scalar int32 input.
 fn int_scalar(ctx: &OpKernelContext<'_>, i: usize, what: &str) -> Result<i32> {
-    let t = ctx.input(i)?;
-    if t.rank() != 0 {
-        return Err(Status::invalid_argument(format!(
-            "{what} must be a scalar, got shape {}",
-            t.shape()
-        )));
-    }
-    t.scalar_value::<i32>()
+    scalar_input(ctx, i, what)?.scalar_value::<i32>()
 }
 
 /// `ShardedFilename`: `basename-00001-of-00004`.
