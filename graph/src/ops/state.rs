@@ -105,6 +105,12 @@ pub fn register_all_ops(r: &OpRegistry) {
             .shape_fn(shape_fn::scalar),
     );
     r.register(
+        OpDef::build("DisableCopyOnRead")
+            .input("resource: resource")
+            .stateful()
+            .shape_fn(shape_fn::no_outputs),
+    );
+    r.register(
         OpDef::build("DestroyResourceOp")
             .input("resource: resource")
             .attr("ignore_lookup_error: bool = true")

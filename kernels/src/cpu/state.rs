@@ -249,6 +249,30 @@ impl OpKernel for VarIsInitializedKernel {
     }
 }
 
+/// `DisableCopyOnRead`: TensorFlow switches a variable out of its copy-on-read
+/// mode (TensorFlow 2's save functions call it before reading each variable).
+/// actorflow's reads share the variable's immutable buffer and an update
+/// replaces it, so there is no mode to switch; what remains is TensorFlow's
+/// check that the variable exists.
+struct DisableCopyOnReadKernel;
+
+impl OpKernel for DisableCopyOnReadKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let h = handle(ctx)?;
+        match ctx.step().device.resources.lookup::<Var>(&h.container, &h.name) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Status::failed_precondition(format!(
+                "Could not find variable {}. This could mean that the variable has been deleted. \
+                 In TF1, it can also mean the variable is uninitialized. Debug info: container={}, \
+                 status error message={}",
+                h.name,
+                h.container,
+                e.message()
+            ))),
+        }
+    }
+}
+
 struct DestroyResourceKernel {
     ignore_lookup_error: bool,
 }
@@ -306,6 +330,9 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     );
     r.register(KernelDef::cpu("VarIsInitializedOp", |_| {
         Ok(Box::new(VarIsInitializedKernel))
+    }));
+    r.register(KernelDef::cpu("DisableCopyOnRead", |_| {
+        Ok(Box::new(DisableCopyOnReadKernel))
     }));
     r.register(KernelDef::cpu("DestroyResourceOp", |c| {
         Ok(Box::new(DestroyResourceKernel {
@@ -394,6 +421,10 @@ mod tests {
         let e = run_node_in(&step, read.clone(), vec![handle.clone()]).unwrap_err();
         assert_eq!(e.code(), Code::FailedPrecondition);
         let is_init = NodeDef::new("i", "VarIsInitializedOp").with_input("h");
+        let no_copy = NodeDef::new("c", "DisableCopyOnRead").with_input("h");
+        let e = run_node_in(&step, no_copy.clone(), vec![handle.clone()]).unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        assert!(e.message().contains("Could not find variable"), "{e}");
         assert_eq!(
             run_node_in(&step, is_init.clone(), vec![handle.clone()]).unwrap()[0]
                 .to_tensor()
@@ -410,6 +441,9 @@ mod tests {
             vec![handle.clone(), Entry::Value(Tensor::scalar(5i64))],
         )
         .unwrap();
+        assert!(run_node_in(&step, no_copy, vec![handle.clone()])
+            .unwrap()
+            .is_empty());
         let sub = NodeDef::new("s", "AssignSubVariableOp")
             .with_input("h")
             .with_input("x")
