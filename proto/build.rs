@@ -2,6 +2,9 @@
 //! compiler written in Rust, so no system `protoc`) parses them into a
 //! `FileDescriptorSet`, and tonic-prost-build turns that into prost messages and
 //! tonic clients and servers, written to `OUT_DIR` and included by `src/lib.rs`.
+//! The same descriptors, without their source comments, are written to
+//! `OUT_DIR/descriptors.bin` for `src/text.rs`: the text format reads and writes
+//! every message by reflection over them, so the two can never disagree.
 
 use std::path::Path;
 
@@ -25,6 +28,7 @@ const PROTOS: &[&str] = &[
     "tensorflow/core/framework/tensor_slice.proto",
     "tensorflow/core/framework/types.proto",
     "tensorflow/core/framework/versions.proto",
+    "tensorflow/core/protobuf/checkpoint_state.proto",
     "tensorflow/core/protobuf/cluster.proto",
     "tensorflow/core/protobuf/config.proto",
     "tensorflow/core/protobuf/debug.proto",
@@ -63,6 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new("protos");
     println!("cargo:rerun-if-changed={}", root.display());
     let fds = protox::compile(PROTOS, [root])?;
+    write_descriptors(&fds)?;
     let mut builder = tonic_prost_build::configure()
         // The servers and clients use only tonic's codegen, not its transport:
         // the crates that serve or call enable that themselves.
@@ -75,6 +80,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for path in BOXED {
         builder = builder.boxed(path);
     }
-    builder.compile_fds(fds)?;
+    // Every message implements `prost::Name` (its full name is how the text
+    // format finds its descriptor), with TensorFlow's type URL prefix.
+    let mut config = tonic_prost_build::Config::new();
+    config
+        .enable_type_names()
+        .type_name_domain(["."], "type.googleapis.com");
+    builder.compile_fds_with_config(fds, config)?;
     Ok(())
+}
+
+/// Writes the descriptors for `src/text.rs`, without source comments (they
+/// would triple the size of what the library embeds).
+fn write_descriptors(fds: &tonic_prost_build::FileDescriptorSet) -> std::io::Result<()> {
+    use prost::Message;
+    let mut fds = fds.clone();
+    for file in &mut fds.file {
+        file.source_code_info = None;
+    }
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    std::fs::write(out.join("descriptors.bin"), fds.encode_to_vec())
 }

@@ -18,6 +18,9 @@
 //!   [`worker_service_server`](tensorflow::worker_service_server) modules).
 //! - [`tensorflow::error`]: package `tensorflow.error`, the canonical status
 //!   [`Code`](tensorflow::error::Code).
+//! - [`text`]: the protobuf text format of every message, by reflection over
+//!   the descriptors the messages were generated from
+//!   ([`text::descriptor_pool`]).
 //!
 //! Both services are declared in package `tensorflow` (TensorFlow's files say
 //! `tensorflow.grpc`), so their method paths are the ones TensorFlow's processes
@@ -32,7 +35,8 @@
 //! encoding); `TensorProto.tensor_content` and `TensorProto.string_val` are
 //! `bytes::Bytes`; the `tensor` members of the `AttrValue` and `Summary.Value`
 //! oneofs are boxed; enum fields are `i32` (proto3 enums are open) with typed
-//! getters and setters.
+//! getters and setters; every message implements [`prost::Name`] (type URLs
+//! `type.googleapis.com/<full name>`).
 //!
 //! ```
 //! use actorflow_proto::tensorflow::{GraphDef, NodeDef};
@@ -69,6 +73,8 @@ pub mod tensorflow {
         include!(concat!(env!("OUT_DIR"), "/tensorflow.error.rs"));
     }
 }
+
+pub mod text;
 
 pub use prost;
 pub use tonic;
