@@ -52,6 +52,7 @@ use graph::{DType, Result, Shape, Status, Tensor};
 use kernels::cpu::checkpoint::atomic::{remove_stale_temporaries, write_atomically};
 use kernels::cpu::checkpoint::bundle::{bundle_files, bundle_prefix_of, index_path};
 use kernels::cpu::checkpoint::read_index;
+use proto::tensorflow::CheckpointState as CheckpointStateProto;
 
 use crate::train::checkpoint_management::{restore_newest_readable, step_in_name, LatestRestore};
 
@@ -385,45 +386,6 @@ pub struct CheckpointState {
     pub all_model_checkpoint_paths: Vec<PathBuf>,
 }
 
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\r' => q.push_str("\\r"),
-            '\t' => q.push_str("\\t"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-fn unquote(s: &str) -> Option<String> {
-    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            out.push(match chars.next()? {
-                'n' => '\n',
-                'r' => '\r',
-                't' => '\t',
-                c @ ('"' | '\\' | '\'') => c,
-                _ => return None,
-            });
-        } else if c == '"' {
-            return None;
-        } else {
-            out.push(c);
-        }
-    }
-    Some(out)
-}
-
 /// How a path is written in the state file of `dir`: relative when it is in
 /// `dir`.
 fn relative_to(dir: &Path, p: &Path) -> PathBuf {
@@ -434,25 +396,24 @@ fn relative_to(dir: &Path, p: &Path) -> PathBuf {
 }
 
 /// Writes `dir`'s `checkpoint` state file (atomically): `newest` is the latest
-/// checkpoint, `all` every kept one, oldest first.
+/// checkpoint, `all` every kept one, oldest first. The file is TensorFlow's
+/// `CheckpointState` in text format, without the timestamps.
 pub fn update_checkpoint_state(dir: &Path, newest: &Path, all: &[PathBuf]) -> Result<()> {
-    let mut text = format!(
-        "model_checkpoint_path: {}\n",
-        quote(path_to_str(&relative_to(dir, newest))?)
-    );
-    for p in all {
-        text.push_str(&format!(
-            "all_model_checkpoint_paths: {}\n",
-            quote(path_to_str(&relative_to(dir, p))?)
-        ));
-    }
+    let in_dir = |p: &Path| path_to_str(&relative_to(dir, p)).map(str::to_owned);
+    let state = CheckpointStateProto {
+        model_checkpoint_path: in_dir(newest)?,
+        all_model_checkpoint_paths: all.iter().map(|p| in_dir(p)).collect::<Result<_>>()?,
+        ..Default::default()
+    };
+    let text = proto::text::to_text(&state);
     write_atomically(&dir.join(CHECKPOINT_STATE_FILE), false, |w| {
-        Ok(w.write_all(text.as_bytes())?)
+        Ok(std::io::Write::write_all(w, text.as_bytes())?)
     })
 }
 
 /// Reads `dir`'s `checkpoint` state file: `None` when there is none, `DataLoss`
-/// when it cannot be parsed. Relative paths are resolved against `dir`.
+/// when it cannot be parsed (as in TensorFlow, a field `CheckpointState` does
+/// not have is an error). Relative paths are resolved against `dir`.
 pub fn get_checkpoint_state(dir: impl AsRef<Path>) -> Result<Option<CheckpointState>> {
     let dir = dir.as_ref();
     let file = dir.join(CHECKPOINT_STATE_FILE);
@@ -461,41 +422,34 @@ pub fn get_checkpoint_state(dir: impl AsRef<Path>) -> Result<Option<CheckpointSt
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Status::from(e).context(format!("reading {}", file.display()))),
     };
-    let bad = |line: usize, why: &str| {
+    let bad = |why: &dyn std::fmt::Display| {
         Status::data_loss(format!(
-            "checkpoint state file {} is corrupt at line {line}: {why}",
+            "checkpoint state file {} is corrupt: {why}",
             file.display()
         ))
     };
-    let text = String::from_utf8(text).map_err(|_| bad(0, "not UTF-8"))?;
-    let mut newest = None;
-    let mut all = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    let text = String::from_utf8(text).map_err(|_| bad(&"not UTF-8"))?;
+    let state: CheckpointStateProto = proto::text::from_text(&text).map_err(|e| bad(&e))?;
+    let resolve = |p: String| {
+        let p = PathBuf::from(p);
+        if p.is_relative() {
+            dir.join(p)
+        } else {
+            p
         }
-        let (key, value) = line
-            .split_once(':')
-            .ok_or_else(|| bad(i + 1, "expected `key: value`"))?;
-        let resolve = |v: &str| -> Result<PathBuf> {
-            let p = PathBuf::from(unquote(v.trim()).ok_or_else(|| bad(i + 1, "bad string"))?);
-            Ok(if p.is_relative() { dir.join(p) } else { p })
-        };
-        match key.trim() {
-            "model_checkpoint_path" => newest = Some(resolve(value)?),
-            "all_model_checkpoint_paths" => all.push(resolve(value)?),
-            // TensorFlow's timestamps and anything newer
-            _ => {}
-        }
-    }
-    match newest {
-        Some(model_checkpoint_path) => Ok(Some(CheckpointState {
-            model_checkpoint_path,
+    };
+    let all: Vec<PathBuf> = state
+        .all_model_checkpoint_paths
+        .into_iter()
+        .map(resolve)
+        .collect();
+    match state.model_checkpoint_path.as_str() {
+        "" if all.is_empty() => Ok(None),
+        "" => Err(bad(&"no model_checkpoint_path")),
+        _ => Ok(Some(CheckpointState {
+            model_checkpoint_path: resolve(state.model_checkpoint_path),
             all_model_checkpoint_paths: all,
         })),
-        None if all.is_empty() => Ok(None),
-        None => Err(bad(0, "no model_checkpoint_path")),
     }
 }
 
@@ -505,4 +459,77 @@ pub fn latest_checkpoint(dir: impl AsRef<Path>) -> Result<Option<PathBuf>> {
     Ok(get_checkpoint_state(dir)?
         .map(|s| s.model_checkpoint_path)
         .filter(|p| index_path(p).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_file_round_trips_relative_to_its_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let elsewhere = PathBuf::from("/elsewhere/model.ckpt-1");
+        let all = [elsewhere.clone(), d.join("model.ckpt-2")];
+        update_checkpoint_state(d, &all[1], &all).unwrap();
+        let text = std::fs::read_to_string(d.join(CHECKPOINT_STATE_FILE)).unwrap();
+        assert_eq!(
+            text,
+            "model_checkpoint_path: \"model.ckpt-2\"\n\
+             all_model_checkpoint_paths: \"/elsewhere/model.ckpt-1\"\n\
+             all_model_checkpoint_paths: \"model.ckpt-2\"\n"
+        );
+        let state = get_checkpoint_state(d).unwrap().unwrap();
+        assert_eq!(state.model_checkpoint_path, all[1]);
+        assert_eq!(state.all_model_checkpoint_paths, all);
+    }
+
+    #[test]
+    fn reads_what_tensorflow_writes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        // tf.compat.v1.train.Saver's file, timestamps and all
+        let tf = "model_checkpoint_path: \"model.ckpt-4\"\n\
+                  all_model_checkpoint_paths: \"model.ckpt-3\"\n\
+                  all_model_checkpoint_paths: \"model.ckpt-4\"\n\
+                  all_model_checkpoint_timestamps: 1784015299.2607172\n\
+                  all_model_checkpoint_timestamps: 1784015299.510666\n\
+                  last_preserved_timestamp: 1784015297.175224\n";
+        std::fs::write(d.join(CHECKPOINT_STATE_FILE), tf).unwrap();
+        let state = get_checkpoint_state(d).unwrap().unwrap();
+        assert_eq!(state.model_checkpoint_path, d.join("model.ckpt-4"));
+        assert_eq!(state.all_model_checkpoint_paths.len(), 2);
+        // an empty file records nothing
+        std::fs::write(d.join(CHECKPOINT_STATE_FILE), "").unwrap();
+        assert_eq!(get_checkpoint_state(d).unwrap(), None);
+        std::fs::remove_file(d.join(CHECKPOINT_STATE_FILE)).unwrap();
+        assert_eq!(get_checkpoint_state(d).unwrap(), None);
+    }
+
+    #[test]
+    fn a_corrupt_state_file_is_data_loss_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let file = d.join(CHECKPOINT_STATE_FILE);
+        for (text, want) in [
+            (
+                &b"model_checkpoint_path \"x\"\n"[..],
+                "line 1 column 23: expected ':'",
+            ),
+            (b"model_checkpoint_path: \"x\nall", "line 1 column 26"),
+            (b"\n\nmodel_checkpoint_pathz: \"x\"", "line 3 column 1"),
+            (
+                b"all_model_checkpoint_paths: \"x\"",
+                "no model_checkpoint_path",
+            ),
+            (b"model_checkpoint_path: \"\xff\"", "not UTF-8"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = get_checkpoint_state(d).unwrap_err();
+            assert_eq!(e.code(), graph::Code::DataLoss, "{e}");
+            let m = e.message();
+            assert!(m.contains(&file.display().to_string()), "{m}");
+            assert!(m.contains(want), "{want} not in {m}");
+        }
+    }
 }
