@@ -110,6 +110,13 @@ attr {
 }
 "#;
     assert_eq!(to_text(&n), want);
+    // as in TensorFlow's Python, an entry's default key is left out
+    let n = NodeDef {
+        attr: [(String::new(), AttrValue::default())].into(),
+        ..Default::default()
+    };
+    assert_eq!(to_text(&n), "attr {\n  value {\n  }\n}\n");
+    assert_eq!(parse::<NodeDef>(&to_text(&n)), n);
 }
 
 #[test]

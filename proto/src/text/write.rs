@@ -2,7 +2,7 @@
 //! `text_format` prints — two-space indentation, one field per line in field
 //! number order, every value of a repeated field on its own line (never a
 //! `[…]` list), map entries as `key`/`value` messages sorted by key, proto3
-//! defaults left out, enum values by name, bytes C-escaped, floats in their
+//! defaults left out (a map entry's default key or scalar value too), enum values by name, bytes C-escaped, floats in their
 //! shortest round-trip form with `inf`, `-inf` and `nan`, and a
 //! `google.protobuf.Any` whose type the descriptors know expanded
 //! (`[type.googleapis.com/tensorflow.X] { … }`).
@@ -78,9 +78,16 @@ impl Writer {
                     let mut entries: Vec<_> = map.iter().collect();
                     entries.sort_by(|a, b| a.0.cmp(b.0));
                     for (k, v) in entries {
+                        // an entry is a message: a default key or scalar value
+                        // is left out, a message value is always there
                         self.open(field.name(), depth);
-                        self.field(key.name(), &key.kind(), &Value::from(k.clone()), depth + 1);
-                        self.field(val.name(), &val.kind(), v, depth + 1);
+                        let k = Value::from(k.clone());
+                        if !k.is_default(&key.kind()) {
+                            self.field(key.name(), &key.kind(), &k, depth + 1);
+                        }
+                        if val.kind().as_message().is_some() || !v.is_default(&val.kind()) {
+                            self.field(val.name(), &val.kind(), v, depth + 1);
+                        }
                         self.close(depth);
                     }
                 }
