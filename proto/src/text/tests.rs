@@ -155,6 +155,10 @@ fn every_scalar_round_trips() {
     assert!(text.contains("dtype: DT_FLOAT_REF\n"), "{text}");
     assert!(text.contains("float_val: -inf\n"), "{text}");
     assert!(text.contains("float_val: 1e-30\n"), "{text}");
+    assert!(text.contains("float_val: 3.4e+38\n"), "{text}");
+    assert!(text.contains("double_val: 1e+300\n"), "{text}");
+    // strings keep their characters beyond ASCII, as in TensorFlow's Python
+    assert!(text.contains("name: \"ü\\\"\\'\\\\\"\n"), "{text}");
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //! `text_format` prints — two-space indentation, one field per line in field
 //! number order, every value of a repeated field on its own line (never a
 //! `[…]` list), map entries as `key`/`value` messages sorted by key, proto3
-//! defaults left out (a map entry's default key or scalar value too), enum values by name, bytes C-escaped, floats in their
-//! shortest round-trip form with `inf`, `-inf` and `nan`, and a
+//! defaults left out (a map entry's default key or scalar value too), enum
+//! values by name, bytes C-escaped (strings too, but for their characters
+//! beyond ASCII), floats in their shortest round-trip form as Python's `repr`
+//! spells them (`inf`, `-inf`, `nan`, `1e+20`), and a
 //! `google.protobuf.Any` whose type the descriptors know expanded
 //! (`[type.googleapis.com/tensorflow.X] { … }`).
 //!
@@ -35,6 +37,20 @@ pub fn escape_bytes(b: &[u8]) -> String {
         }
     }
     s
+}
+
+/// Escapes a `string` field's text as TensorFlow's Python does: as
+/// [`escape_bytes`], but characters beyond ASCII stay as they are.
+fn escape_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push_str(&escape_bytes(&[c as u8]));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The fields of `m`, one a line, at the top level.
@@ -127,7 +143,7 @@ impl Writer {
             Value::U64(i) => write!(o, "{i}"),
             Value::F32(f) => write!(o, "{}", float(f64::from(*f), format!("{f:?}"))),
             Value::F64(f) => write!(o, "{}", float(*f, format!("{f:?}"))),
-            Value::String(s) => write!(o, "\"{}\"", escape_bytes(s.as_bytes())),
+            Value::String(s) => write!(o, "\"{}\"", escape_str(s)),
             Value::Bytes(b) => write!(o, "\"{}\"", escape_bytes(b)),
             Value::EnumNumber(n) => match kind.as_enum().and_then(|e| e.get_value(*n)) {
                 Some(value) => write!(o, "{}", value.name()),
@@ -156,13 +172,17 @@ fn expand_any(m: &DynamicMessage) -> Option<(String, DynamicMessage)> {
 }
 
 /// A float as the text format spells it: `text` (Rust's shortest round-trip
-/// digits), or `inf`, `-inf`, `nan`.
+/// digits, in exponent form below 1e-4 and from 1e16 on, as Python's `repr`)
+/// with the exponent's sign written as Python writes it (`1e+20`), or `inf`,
+/// `-inf`, `nan`.
 fn float(v: f64, text: String) -> String {
     if v.is_nan() {
         "nan".to_owned()
     } else if v.is_infinite() {
         if v > 0.0 { "inf" } else { "-inf" }.to_owned()
-    } else {
+    } else if text.contains("e-") {
         text
+    } else {
+        text.replacen('e', "e+", 1)
     }
 }
