@@ -45,6 +45,7 @@ pub use kernels;
 pub use rendezvous;
 
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
+pub use actors::saved_model::{self, SavedModel, SavedModelBuilder, Signature, TensorSpec};
 pub use actors::{
     CompiledStep, PartialRun, RunArgs, RunMetadata, RunOptions, RunOutput, Runtime, RuntimeOptions,
     Session, SessionBackend, SessionOptions, TraceLevel,

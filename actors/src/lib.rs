@@ -8,6 +8,7 @@
 //! - [`session`] — the session handle, its master state machine and actor.
 //! - [`device`] — the device actor and its data-plane worker.
 //! - [`input`] — coordinator and queue runners (feature `runtime`).
+//! - [`saved_model`] — loading and writing SavedModels (feature `runtime`).
 //! - [`worker`] — the worker role: `WorkerInterface` and the `LocalWorker`.
 //! - [`executor`] — the per-partition executor state machine.
 //! - [`step`] — a step's shared state across partitions.
@@ -23,6 +24,8 @@ pub mod executor;
 pub mod input;
 #[cfg(feature = "runtime")]
 pub mod runtime;
+#[cfg(feature = "runtime")]
+pub mod saved_model;
 pub mod session;
 pub mod stats;
 pub mod step;

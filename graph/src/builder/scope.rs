@@ -515,6 +515,11 @@ impl Scope {
             .unwrap_or_default()
     }
 
+    /// Every collection by key, in key order (what a `MetaGraphDef` records).
+    pub fn collections(&self) -> BTreeMap<String, Vec<String>> {
+        self.lock().collections.clone()
+    }
+
     /// A copy of the graph built so far.
     pub fn graph_def(&self) -> GraphDef {
         self.lock().graph.to_graph_def()

@@ -16,6 +16,9 @@
 //! - [`sync_replicas`] — [`SyncReplicasOptimizer`]: between-graph synchronous
 //!   replicas through conditional accumulators and a token queue.
 //!
+//! - [`saver_graph`] — the save and restore nodes of a saver and the `SaverDef`
+//!   naming them.
+//!
 //! Checkpointing these variables is the root crate's `actorflow::train::Saver`.
 //!
 //! # Examples
@@ -47,6 +50,7 @@ pub mod momentum;
 pub mod optimizer;
 pub mod replicas;
 pub mod rms_prop;
+pub mod saver_graph;
 pub mod slots;
 pub mod sync_replicas;
 pub mod variables;
