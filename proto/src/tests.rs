@@ -68,13 +68,18 @@ fn graph_def_round_trips() {
         version: 0,
         library: Some(FunctionDefLibrary {
             function: vec![FunctionDef {
-                signature: Some(OpDef { name: "f".into() }),
+                signature: Some(OpDef {
+                    name: "f".into(),
+                    ..Default::default()
+                }),
                 node_def: vec![],
+                ..Default::default()
             }],
             gradient: vec![GradientDef {
                 function_name: "f".into(),
                 gradient_func: "g".into(),
             }],
+            ..Default::default()
         }),
     };
     let bytes = g.encode_to_vec();

@@ -1,12 +1,13 @@
 //! TensorFlow's graph messages: [`GraphDef`] (`graph.proto`), [`NodeDef`]
-//! (`node_def.proto`), [`VersionDef`] (`versions.proto`) and, as far as the
-//! importer reads it, the [`FunctionDefLibrary`] (`function.proto`): each
-//! function's signature name and body nodes, and the gradient registrations.
-//! Fields the proto crate does not declare (`NodeDef.experimental_debug_info`,
-//! `GraphDef.debug_info`, functions' return maps …) are dropped when decoding.
+//! (`node_def.proto`), [`VersionDef`] (`versions.proto`), the
+//! [`FunctionDefLibrary`] with its [`FunctionDef`]s (`function.proto`) and their
+//! signatures, [`OpDef`] (`op_def.proto`). Fields the proto crate does not
+//! declare (`NodeDef.experimental_debug_info`, `GraphDef.debug_info`,
+//! `ArgDef.experimental_full_type` …) are dropped when decoding.
 
 use std::collections::BTreeSet;
 
+pub use ::proto::tensorflow::op_def::{ArgDef, AttrDef};
 pub use ::proto::tensorflow::{
     FunctionDef, FunctionDefLibrary, GradientDef, GraphDef, NodeDef, OpDef, VersionDef,
 };
@@ -31,8 +32,11 @@ mod tests {
         let lib = FunctionDefLibrary {
             function: vec![
                 FunctionDef {
-                    signature: Some(OpDef { name: "f".into() }),
-                    node_def: vec![],
+                    signature: Some(OpDef {
+                        name: "f".into(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
                 },
                 FunctionDef::default(),
             ],
@@ -40,6 +44,7 @@ mod tests {
                 function_name: "f".into(),
                 gradient_func: "g".into(),
             }],
+            ..Default::default()
         };
         let names: Vec<_> = function_names(&lib).into_iter().collect();
         assert_eq!(names, ["f", "g"]);

@@ -1,7 +1,7 @@
 //! The message parsers of the text format: one function per message of
 //! [`crate::proto`], each reading its fields by name with a [`Reader`]. Fields
-//! TensorFlow defines but actorflow's messages omit (debug info, experimental types,
-//! function bodies' other fields) are skipped; any other unknown field is an error,
+//! TensorFlow defines but actorflow's messages omit (debug info, experimental types)
+//! are skipped; any other unknown field is an error,
 //! as in TensorFlow's own parser. A singular field given twice keeps its last value.
 
 use std::collections::BTreeMap;
@@ -9,11 +9,14 @@ use std::collections::BTreeMap;
 use super::reader::{BodyFn, Reader};
 use crate::proto::attr::{AttrValue, AttrValueKind, ListValue, NameAttrList};
 use crate::proto::graph::{
-    FunctionDef, FunctionDefLibrary, GradientDef, GraphDef, NodeDef, OpDef, VersionDef,
+    ArgDef, AttrDef, FunctionDef, FunctionDefLibrary, GradientDef, GraphDef, NodeDef, OpDef,
+    VersionDef,
 };
 use crate::proto::tensor::{
     Dim, DtypeAndShape, ResourceHandleProto, TensorProto, TensorShapeProto, VariantTensorDataProto,
 };
+use crate::proto::tf::function_def::ArgAttrs;
+use crate::proto::tf::{OpDeprecation, RegisteredGradient};
 use crate::Result;
 
 /// Parses a whole `GraphDef` in text format.
@@ -236,7 +239,10 @@ fn library(r: &mut Reader<'_>, close: Option<u8>) -> Result<FunctionDefLibrary> 
         match f.as_str() {
             "function" => r.messages(&mut l.function, function_def)?,
             "gradient" => r.messages(&mut l.gradient, gradient_def)?,
-            _ => r.skip_field()?,
+            "registered_gradients" => {
+                r.messages(&mut l.registered_gradients, registered_gradient)?
+            }
+            other => return Err(r.unknown_field("FunctionDefLibrary", other)),
         }
     }
     Ok(l)
@@ -244,24 +250,167 @@ fn library(r: &mut Reader<'_>, close: Option<u8>) -> Result<FunctionDefLibrary> 
 
 fn function_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<FunctionDef> {
     let mut d = FunctionDef::default();
-    let signature: BodyFn<'_, OpDef> = |r, close| {
-        let mut s = OpDef::default();
-        while let Some(f) = r.next_field(close)? {
-            match f.as_str() {
-                "name" => s.name = r.scalar(Reader::string)?,
-                _ => r.skip_field()?,
-            }
-        }
-        Ok(s)
-    };
     while let Some(f) = r.next_field(close)? {
         match f.as_str() {
-            "signature" => d.signature = Some(r.message(signature)?),
+            "signature" => d.signature = Some(r.message(op_def)?),
+            "attr" => map_entries(r, &mut d.attr)?,
+            "arg_attr" => {
+                let mut entries = Vec::new();
+                r.messages(&mut entries, arg_attr_entry)?;
+                d.arg_attr.extend(entries);
+            }
+            "resource_arg_unique_id" => {
+                let mut entries = Vec::new();
+                r.messages(&mut entries, unique_id_entry)?;
+                d.resource_arg_unique_id.extend(entries);
+            }
             "node_def" => r.messages(&mut d.node_def, node_def)?,
-            _ => r.skip_field()?,
+            "ret" => string_map_entries(r, &mut d.ret)?,
+            "control_ret" => string_map_entries(r, &mut d.control_ret)?,
+            other => return Err(r.unknown_field("FunctionDef", other)),
         }
     }
     Ok(d)
+}
+
+/// Reads `ret { key: "k" value: "v" }` entries into `map`.
+fn string_map_entries(r: &mut Reader<'_>, map: &mut BTreeMap<String, String>) -> Result<()> {
+    let entry: BodyFn<'_, (String, String)> = |r, close| {
+        let (mut key, mut value) = (String::new(), String::new());
+        while let Some(f) = r.next_field(close)? {
+            match f.as_str() {
+                "key" => key = r.scalar(Reader::string)?,
+                "value" => value = r.scalar(Reader::string)?,
+                other => return Err(r.unknown_field("map entry", other)),
+            }
+        }
+        Ok((key, value))
+    };
+    let mut entries = Vec::new();
+    r.messages(&mut entries, entry)?;
+    map.extend(entries);
+    Ok(())
+}
+
+fn arg_attr_entry(r: &mut Reader<'_>, close: Option<u8>) -> Result<(u32, ArgAttrs)> {
+    let arg_attrs: BodyFn<'_, ArgAttrs> = |r, close| {
+        let mut a = ArgAttrs::default();
+        while let Some(f) = r.next_field(close)? {
+            match f.as_str() {
+                "attr" => map_entries(r, &mut a.attr)?,
+                other => return Err(r.unknown_field("FunctionDef.ArgAttrs", other)),
+            }
+        }
+        Ok(a)
+    };
+    let (mut key, mut value) = (0, ArgAttrs::default());
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "key" => key = r.scalar(Reader::int::<u32>)?,
+            "value" => value = r.message(arg_attrs)?,
+            other => return Err(r.unknown_field("ArgAttrEntry", other)),
+        }
+    }
+    Ok((key, value))
+}
+
+fn unique_id_entry(r: &mut Reader<'_>, close: Option<u8>) -> Result<(u32, u32)> {
+    let (mut key, mut value) = (0, 0);
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "key" => key = r.scalar(Reader::int::<u32>)?,
+            "value" => value = r.scalar(Reader::int::<u32>)?,
+            other => return Err(r.unknown_field("ResourceArgUniqueIdEntry", other)),
+        }
+    }
+    Ok((key, value))
+}
+
+fn op_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<OpDef> {
+    let mut d = OpDef::default();
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "name" => d.name = r.scalar(Reader::string)?,
+            "input_arg" => r.messages(&mut d.input_arg, arg_def)?,
+            "output_arg" => r.messages(&mut d.output_arg, arg_def)?,
+            "control_output" => r.repeated(&mut d.control_output, Reader::string)?,
+            "attr" => r.messages(&mut d.attr, attr_def)?,
+            "deprecation" => d.deprecation = Some(r.message(op_deprecation)?),
+            "summary" => d.summary = r.scalar(Reader::string)?,
+            "description" => d.description = r.scalar(Reader::string)?,
+            "is_commutative" => d.is_commutative = r.scalar(Reader::boolean)?,
+            "is_aggregate" => d.is_aggregate = r.scalar(Reader::boolean)?,
+            "is_stateful" => d.is_stateful = r.scalar(Reader::boolean)?,
+            "allows_uninitialized_input" => {
+                d.allows_uninitialized_input = r.scalar(Reader::boolean)?
+            }
+            "is_distributed_communication" => {
+                d.is_distributed_communication = r.scalar(Reader::boolean)?
+            }
+            other => return Err(r.unknown_field("OpDef", other)),
+        }
+    }
+    Ok(d)
+}
+
+fn arg_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<ArgDef> {
+    let mut a = ArgDef::default();
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "name" => a.name = r.scalar(Reader::string)?,
+            "description" => a.description = r.scalar(Reader::string)?,
+            "type" => a.r#type = r.scalar(Reader::dtype)?,
+            "type_attr" => a.type_attr = r.scalar(Reader::string)?,
+            "number_attr" => a.number_attr = r.scalar(Reader::string)?,
+            "type_list_attr" => a.type_list_attr = r.scalar(Reader::string)?,
+            "handle_data" => r.messages(&mut a.handle_data, dtype_and_shape)?,
+            "is_ref" => a.is_ref = r.scalar(Reader::boolean)?,
+            "experimental_full_type" => r.skip_field()?,
+            other => return Err(r.unknown_field("OpDef.ArgDef", other)),
+        }
+    }
+    Ok(a)
+}
+
+fn attr_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<AttrDef> {
+    let mut a = AttrDef::default();
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "name" => a.name = r.scalar(Reader::string)?,
+            "type" => a.r#type = r.scalar(Reader::string)?,
+            "default_value" => a.default_value = Some(r.message(attr_value)?),
+            "description" => a.description = r.scalar(Reader::string)?,
+            "has_minimum" => a.has_minimum = r.scalar(Reader::boolean)?,
+            "minimum" => a.minimum = r.scalar(Reader::int::<i64>)?,
+            "allowed_values" => a.allowed_values = Some(r.message(attr_value)?),
+            other => return Err(r.unknown_field("OpDef.AttrDef", other)),
+        }
+    }
+    Ok(a)
+}
+
+fn op_deprecation(r: &mut Reader<'_>, close: Option<u8>) -> Result<OpDeprecation> {
+    let mut d = OpDeprecation::default();
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "version" => d.version = r.scalar(Reader::int::<i32>)?,
+            "explanation" => d.explanation = r.scalar(Reader::string)?,
+            other => return Err(r.unknown_field("OpDeprecation", other)),
+        }
+    }
+    Ok(d)
+}
+
+fn registered_gradient(r: &mut Reader<'_>, close: Option<u8>) -> Result<RegisteredGradient> {
+    let mut g = RegisteredGradient::default();
+    while let Some(f) = r.next_field(close)? {
+        match f.as_str() {
+            "gradient_func" => g.gradient_func = r.scalar(Reader::string)?,
+            "registered_op_type" => g.registered_op_type = r.scalar(Reader::string)?,
+            other => return Err(r.unknown_field("RegisteredGradient", other)),
+        }
+    }
+    Ok(g)
 }
 
 fn gradient_def(r: &mut Reader<'_>, close: Option<u8>) -> Result<GradientDef> {

@@ -223,16 +223,21 @@ fn rich_graph() -> GraphDef {
         ],
         library: Some(FunctionDefLibrary {
             function: vec![FunctionDef {
-                signature: Some(OpDef { name: "f".into() }),
+                signature: Some(OpDef {
+                    name: "f".into(),
+                    ..Default::default()
+                }),
                 node_def: vec![NodeDef {
                     name: "inner".into(),
                     ..Default::default()
                 }],
+                ..Default::default()
             }],
             gradient: vec![GradientDef {
                 function_name: "f".into(),
                 gradient_func: "g".into(),
             }],
+            ..Default::default()
         }),
         version: 3,
         versions: Some(VersionDef {

@@ -6,9 +6,13 @@
 use std::fmt::Write as _;
 
 use crate::proto::attr::{AttrValue, AttrValueKind, ListValue, NameAttrList};
-use crate::proto::graph::{FunctionDefLibrary, GraphDef, NodeDef, VersionDef};
+use std::collections::BTreeMap;
+
+use crate::proto::graph::{
+    ArgDef, AttrDef, FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpDef, VersionDef,
+};
 use crate::proto::tensor::{
-    ResourceHandleProto, TensorProto, TensorShapeProto, VariantTensorDataProto,
+    DtypeAndShape, ResourceHandleProto, TensorProto, TensorShapeProto, VariantTensorDataProto,
 };
 use crate::proto::types::TfDataType;
 
@@ -125,7 +129,7 @@ impl Writer {
         self.attr_map(&n.attr);
     }
 
-    fn attr_map(&mut self, m: &std::collections::BTreeMap<String, AttrValue>) {
+    fn attr_map(&mut self, m: &BTreeMap<String, AttrValue>) {
         for (k, v) in m {
             self.message("attr", |w| {
                 w.string("key", k.as_bytes());
@@ -248,14 +252,16 @@ impl Writer {
         self.nonzero("hash_code", h.hash_code);
         self.nonempty("maybe_type_name", &h.maybe_type_name);
         for d in &h.dtypes_and_shapes {
-            self.message("dtypes_and_shapes", |w| {
-                if d.dtype != 0 {
-                    w.field("dtype", dtype_text(d.dtype));
-                }
-                if let Some(s) = &d.shape {
-                    w.message("shape", |w| w.shape(s));
-                }
-            });
+            self.message("dtypes_and_shapes", |w| w.dtype_and_shape(d));
+        }
+    }
+
+    fn dtype_and_shape(&mut self, d: &DtypeAndShape) {
+        if d.dtype != 0 {
+            self.field("dtype", dtype_text(d.dtype));
+        }
+        if let Some(s) = &d.shape {
+            self.message("shape", |w| w.shape(s));
         }
     }
 
@@ -279,20 +285,113 @@ impl Writer {
 
     fn library(&mut self, l: &FunctionDefLibrary) {
         for f in &l.function {
-            self.message("function", |w| {
-                if let Some(s) = &f.signature {
-                    w.message("signature", |w| w.nonempty("name", &s.name));
-                }
-                for n in &f.node_def {
-                    w.message("node_def", |w| w.node_def(n));
-                }
-            });
+            self.message("function", |w| w.function_def(f));
         }
         for g in &l.gradient {
             self.message("gradient", |w| {
                 w.nonempty("function_name", &g.function_name);
                 w.nonempty("gradient_func", &g.gradient_func);
             });
+        }
+        for g in &l.registered_gradients {
+            self.message("registered_gradients", |w| {
+                w.nonempty("gradient_func", &g.gradient_func);
+                w.nonempty("registered_op_type", &g.registered_op_type);
+            });
+        }
+    }
+
+    fn function_def(&mut self, f: &FunctionDef) {
+        if let Some(s) = &f.signature {
+            self.message("signature", |w| w.op_def(s));
+        }
+        for n in &f.node_def {
+            self.message("node_def", |w| w.node_def(n));
+        }
+        self.string_map("ret", &f.ret);
+        self.attr_map(&f.attr);
+        self.string_map("control_ret", &f.control_ret);
+        for (k, a) in &f.arg_attr {
+            self.message("arg_attr", |w| {
+                w.field("key", k);
+                w.message("value", |w| w.attr_map(&a.attr));
+            });
+        }
+        for (k, v) in &f.resource_arg_unique_id {
+            self.message("resource_arg_unique_id", |w| {
+                w.field("key", k);
+                w.field("value", v);
+            });
+        }
+    }
+
+    fn string_map(&mut self, name: &str, m: &BTreeMap<String, String>) {
+        for (k, v) in m {
+            self.message(name, |w| {
+                w.string("key", k.as_bytes());
+                w.string("value", v.as_bytes());
+            });
+        }
+    }
+
+    fn op_def(&mut self, d: &OpDef) {
+        self.nonempty("name", &d.name);
+        for a in &d.input_arg {
+            self.message("input_arg", |w| w.arg_def(a));
+        }
+        for a in &d.output_arg {
+            self.message("output_arg", |w| w.arg_def(a));
+        }
+        for a in &d.attr {
+            self.message("attr", |w| w.attr_def(a));
+        }
+        self.nonempty("summary", &d.summary);
+        self.nonempty("description", &d.description);
+        if let Some(dep) = &d.deprecation {
+            self.message("deprecation", |w| {
+                w.nonzero("version", dep.version);
+                w.nonempty("explanation", &dep.explanation);
+            });
+        }
+        self.nonzero("is_aggregate", d.is_aggregate);
+        self.nonzero("is_stateful", d.is_stateful);
+        self.nonzero("is_commutative", d.is_commutative);
+        self.nonzero("allows_uninitialized_input", d.allows_uninitialized_input);
+        for c in &d.control_output {
+            self.string("control_output", c.as_bytes());
+        }
+        self.nonzero(
+            "is_distributed_communication",
+            d.is_distributed_communication,
+        );
+    }
+
+    fn arg_def(&mut self, a: &ArgDef) {
+        self.nonempty("name", &a.name);
+        self.nonempty("description", &a.description);
+        if a.r#type != 0 {
+            self.field("type", dtype_text(a.r#type));
+        }
+        self.nonempty("type_attr", &a.type_attr);
+        self.nonempty("number_attr", &a.number_attr);
+        self.nonempty("type_list_attr", &a.type_list_attr);
+        for d in &a.handle_data {
+            self.message("handle_data", |w| w.dtype_and_shape(d));
+        }
+        self.nonzero("is_ref", a.is_ref);
+    }
+
+    fn attr_def(&mut self, a: &AttrDef) {
+        self.nonempty("name", &a.name);
+        self.nonempty("type", &a.r#type);
+        if let Some(v) = &a.default_value {
+            self.message("default_value", |w| w.attr_value(v));
+        }
+        self.nonempty("description", &a.description);
+        self.nonzero("has_minimum", a.has_minimum);
+        self.nonzero("minimum", a.minimum);
+        if let Some(v) = &a.allowed_values {
+            self.message("allowed_values", |w| w.attr_value(v));
         }
     }
 }
