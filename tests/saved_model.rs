@@ -477,3 +477,103 @@ fn tensorflow_loads_and_serves_a_saved_model_actorflow_wrote() {
         assert!(path.ends_with("assets/vocab.txt"), "{api}: {path}");
     }
 }
+
+/// Runs the `actorflow` binary: (exit code, stdout, stderr).
+fn cli(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_actorflow"))
+        .args(args)
+        .output()
+        .expect("actorflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_inspects_a_saved_model_like_saved_model_cli() {
+    let dir = fixtures().join("tf1_builder");
+    let (code, out, err) = cli(&["inspect".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    for line in [
+        "MetaGraphDef with tag-set: 'serve'",
+        "MetaGraphDef with tag-set: 'train'",
+        "signature_def['serving_default']:",
+        "signature_def['state']:",
+        "    inputs['x'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 3)\n        name: x:0",
+        "    outputs['total'] tensor_info:\n        dtype: DT_FLOAT\n        shape: ()\n        name: total:0",
+        "  Method name is: tensorflow/serving/predict",
+    ] {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+    // the variables, as for a checkpoint
+    assert!(out.contains("variables/variables: 5 tensors"), "{out}");
+    let w = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("w "))
+        .unwrap();
+    assert!(w.contains("float32") && w.contains("[3,2]"), "{w}");
+    // TensorFlow 2's init signature is not listed
+    let dir = fixtures().join("tf2_module");
+    let (code, out, _) = cli(&["inspect".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("shape: (-1, 3)") && !out.contains("__saved_model_init_op"),
+        "{out}"
+    );
+}
+
+#[test]
+fn cli_runs_a_signature_and_writes_its_outputs() {
+    let e = expected("tf1_builder");
+    let tmp = tempfile::tempdir().unwrap();
+    let x = tmp.path().join("x.npy");
+    actorflow::npy::write_npy(&x, &tensor(&e["inputs"]["x"], DType::F32)).unwrap();
+    let out_dir = tmp.path().join("out");
+    let model = fixtures().join("tf1_builder");
+    let input = format!("x={}", x.display());
+    let (code, out, err) = cli(&[
+        "run".as_ref(),
+        model.as_os_str(),
+        "--signature".as_ref(),
+        "serving_default".as_ref(),
+        "--input".as_ref(),
+        input.as_ref(),
+        "--out".as_ref(),
+        out_dir.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("total (float32 []) = "), "{out}");
+    for key in ["y", "total"] {
+        let got = actorflow::npy::read_npy(out_dir.join(format!("{key}.npy"))).unwrap();
+        assert_close(&got, &tensor(&e["outputs"][key], DType::F32), key);
+    }
+    // the train tag set; graph flags are refused; a missing input is named
+    let (code, _, err) = cli(&[
+        "run".as_ref(),
+        model.as_os_str(),
+        "--tag".as_ref(),
+        "train".as_ref(),
+        "--fetch".as_ref(),
+        "y:0".as_ref(),
+    ]);
+    assert_eq!(code, Code::InvalidArgument as i32, "{err}");
+    assert!(
+        err.contains("--fetch cannot be used with a SavedModel"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["run".as_ref(), model.as_os_str()]);
+    assert_eq!(code, Code::InvalidArgument as i32, "{err}");
+    assert!(
+        err.contains("input 'x' of signature 'serving_default' is missing"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "run".as_ref(),
+        model.as_os_str(),
+        "--tag".as_ref(),
+        "gpu".as_ref(),
+    ]);
+    assert_eq!(code, Code::NotFound as i32, "{err}");
+}

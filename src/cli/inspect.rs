@@ -3,7 +3,10 @@
 //! graph as Graphviz DOT (`--dot`) or SVG (`--svg`, when `dot` is installed).
 //! Given a checkpoint prefix instead of a graph (`model.ckpt-300`, whose
 //! `.index` exists), it lists the checkpoint's tensors with their dtypes and
-//! shapes, as TensorFlow's `inspect_checkpoint` does.
+//! shapes, as TensorFlow's `inspect_checkpoint` does. Given a SavedModel
+//! directory, it shows each tag set and its signatures' inputs and outputs
+//! (dtype, shape, tensor name), as TensorFlow's `saved_model_cli show --all`
+//! does, and the variables the model saved.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,6 +69,71 @@ fn inspect_checkpoint(prefix: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// A shape as `saved_model_cli` prints it: `(-1, 3)`, `()`, or `unknown_rank`.
+fn shape_text(s: &actorflow::Shape) -> String {
+    match s.to_tf_dims() {
+        None => "unknown_rank".into(),
+        Some(d) if d.len() == 1 => format!("({},)", d[0]),
+        Some(d) => format!(
+            "({})",
+            d.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Shows the SavedModel in `dir`: tag sets, signatures, variables.
+fn inspect_saved_model(dir: &std::path::Path) -> Result<()> {
+    use actorflow::saved_model::{self, Signature, INIT_OP_SIGNATURE_KEY};
+    let proto = saved_model::read_saved_model(dir)?;
+    println!(
+        "SavedModel {}: {} meta graph(s)",
+        dir.display(),
+        proto.meta_graphs.len()
+    );
+    for mg in &proto.meta_graphs {
+        let tags = mg
+            .meta_info_def
+            .as_ref()
+            .map(|m| m.tags.join(", "))
+            .unwrap_or_default();
+        let nodes = mg.graph_def.as_ref().map_or(0, |g| g.node.len());
+        let functions = mg
+            .graph_def
+            .as_ref()
+            .and_then(|g| g.library.as_ref())
+            .map_or(0, |l| l.function.len());
+        println!();
+        println!("MetaGraphDef with tag-set: '{tags}' ({nodes} nodes, {functions} library functions) contains the following SignatureDefs:");
+        for (key, def) in &mg.signature_def {
+            if key == INIT_OP_SIGNATURE_KEY {
+                continue;
+            }
+            println!();
+            println!("signature_def['{key}']:");
+            let sig =
+                Signature::from_proto(def).map_err(|e| e.context(format!("signature '{key}'")))?;
+            for (what, specs) in [("input", &sig.inputs), ("output", &sig.outputs)] {
+                println!("  The given SavedModel SignatureDef contains the following {what}(s):");
+                for (k, spec) in specs {
+                    println!("    {what}s['{k}'] tensor_info:");
+                    println!("        dtype: {}", spec.dtype.proto_name());
+                    println!("        shape: {}", shape_text(&spec.shape));
+                    println!("        name: {}", spec.name);
+                }
+            }
+            println!("  Method name is: {}", sig.method_name);
+        }
+    }
+    let prefix = dir
+        .join(saved_model::VARIABLES_DIRECTORY)
+        .join(saved_model::VARIABLES_FILENAME);
+    if actorflow::kernels::cpu::checkpoint::bundle::index_path(&prefix).is_file() {
+        println!();
+        inspect_checkpoint(&prefix)?;
+    }
+    Ok(())
+}
+
 /// Op name → count, most frequent first (ties by name).
 pub fn op_histogram(g: &GraphDef) -> Vec<(String, usize)> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -82,6 +150,9 @@ pub fn main(args: &InspectArgs) -> Result<()> {
     let path = &args.graph.graph;
     if actorflow::kernels::cpu::checkpoint::bundle::index_path(path).is_file() {
         return inspect_checkpoint(path);
+    }
+    if path.is_dir() {
+        return inspect_saved_model(path);
     }
     let graph = args.graph.load()?;
     println!(

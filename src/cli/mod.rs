@@ -41,11 +41,13 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run a graph: init targets first, then steps with feeds, fetches and targets.
+    /// Run a graph: init targets first, then steps with feeds, fetches and
+    /// targets; or run a SavedModel's signature on inputs.
     Run(run::RunArgs),
     /// Run a graph as `run` does, traced, and write a Chrome trace (Perfetto).
     Trace(trace::TraceArgs),
-    /// Show a graph's ops, placement and partitions; write it as DOT or SVG.
+    /// Show a graph's ops, placement and partitions (or write it as DOT or SVG),
+    /// a checkpoint's tensors, or a SavedModel's tag sets and signatures.
     Inspect(inspect::InspectArgs),
     /// Run the benchmark suite and print a table or one JSON object.
     Bench(bench::BenchArgs),
@@ -58,7 +60,8 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct GraphArgs {
     /// The graph: actorflow JSON (.json), TensorFlow binary GraphDef (.pb) or text
-    /// GraphDef (.pbtxt, .txt).
+    /// GraphDef (.pbtxt, .txt); for `run` and `inspect` also a SavedModel
+    /// directory, and for `inspect` a checkpoint prefix.
     pub graph: PathBuf,
     /// CPU devices of the session.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -120,12 +123,17 @@ impl GraphArgs {
         )
     }
 
-    /// Opens a session on `graph`.
-    pub fn session(&self, graph: &GraphDef) -> Result<Session> {
-        let options = SessionOptions::default()
+    /// The session options the flags ask for.
+    pub fn options(&self) -> SessionOptions {
+        SessionOptions::default()
             .with_cpu_devices(usize::from(self.devices))
             .with_allow_soft_placement(self.soft_placement)
-            .with_max_allocation_bytes(self.max_allocation_bytes);
+            .with_max_allocation_bytes(self.max_allocation_bytes)
+    }
+
+    /// Opens a session on `graph`.
+    pub fn session(&self, graph: &GraphDef) -> Result<Session> {
+        let options = self.options();
         match &self.master {
             Some(target) => {
                 let mut client = actorflow::distributed::ClientOptions::default();

@@ -6,14 +6,21 @@
 //! summary ops (each `ScalarSummary`, `HistogramSummary` and `MergeSummary` no
 //! `MergeSummary` consumes) and writes them, with the graph, to a TensorBoard
 //! event file in `DIR`.
+//!
+//! Given a SavedModel directory, it loads the meta graph tagged `--tag` (default
+//! `serve`), runs `--signature` (default `serving_default`) on the `--input
+//! KEY=FILE.npy` arrays, prints every output and, with `--out DIR`, writes each
+//! to `DIR/<output key>.npy`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use actorflow::tensorboard::FileWriter;
 use actorflow::trace::ChromeTrace;
-use actorflow::{npy, GraphDef, Result, RunOptions, Session, Status, Tensor, TraceLevel};
+use actorflow::{
+    npy, saved_model, GraphDef, Result, RunOptions, SavedModel, Session, Status, Tensor, TraceLevel,
+};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -56,6 +63,15 @@ pub struct RunArgs {
     /// graph, to a TensorBoard event file in DIR (`tensorboard --logdir DIR`).
     #[arg(long, value_name = "DIR")]
     pub summaries: Option<PathBuf>,
+    /// SavedModel: a tag of the meta graph to load (repeatable; default `serve`).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// SavedModel: the signature to run.
+    #[arg(long, value_name = "KEY")]
+    pub signature: Option<String>,
+    /// SavedModel: the signature input KEY, from a NumPy .npy file; repeatable.
+    #[arg(long = "input", value_name = "KEY=FILE.npy")]
+    pub input: Vec<String>,
 }
 
 /// The summary ops a step should fetch: every `ScalarSummary`,
@@ -77,7 +93,7 @@ pub fn summary_fetches(g: &GraphDef) -> Vec<String> {
 }
 
 /// Parses `NAME=FILE` feeds and reads their files.
-fn read_feeds(specs: &[String]) -> Result<Vec<(String, Tensor)>> {
+fn read_feeds(flag: &str, specs: &[String]) -> Result<Vec<(String, Tensor)>> {
     specs
         .iter()
         .map(|spec| {
@@ -85,9 +101,9 @@ fn read_feeds(specs: &[String]) -> Result<Vec<(String, Tensor)>> {
                 .split_once('=')
                 .filter(|(n, f)| !n.is_empty() && !f.is_empty())
                 .ok_or_else(|| {
-                    Status::invalid_argument(format!("--feed expects NAME=FILE.npy, got '{spec}'"))
+                    Status::invalid_argument(format!("{flag} expects NAME=FILE.npy, got '{spec}'"))
                 })?;
-            let t = npy::read_npy(file).map_err(|e| e.context(format_args!("feed '{name}'")))?;
+            let t = npy::read_npy(file).map_err(|e| e.context(format_args!("{flag} '{name}'")))?;
             Ok((name.to_owned(), t))
         })
         .collect()
@@ -124,7 +140,7 @@ fn progress(steps: u64) -> ProgressBar {
 /// when `trace` is set, the trace of the main steps.
 pub fn execute(args: &RunArgs, trace: bool) -> Result<(Vec<Tensor>, Option<ChromeTrace>)> {
     let graph = args.graph.load()?;
-    let feeds = read_feeds(&args.feed)?;
+    let feeds = read_feeds("--feed", &args.feed)?;
     let timeout = timeout(args.timeout)?;
     let sess: Session = args.graph.session(&graph)?;
     let init_options = RunOptions::default().with_timeout(timeout);
@@ -211,8 +227,77 @@ pub fn report(args: &RunArgs, outputs: &[Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// The flags of one mode used in the other: an error naming them.
+fn misused(flags: &[(&str, bool)], mode: &str) -> Result<()> {
+    let used: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
+    if used.is_empty() {
+        return Ok(());
+    }
+    Err(Status::invalid_argument(format!(
+        "{} cannot be used with {mode}",
+        used.join(", ")
+    )))
+}
+
+/// `actorflow run SAVED_MODEL_DIR`: runs one signature on `--input` arrays.
+fn run_saved_model(args: &RunArgs) -> Result<()> {
+    misused(
+        &[
+            ("--init", !args.init.is_empty()),
+            ("--feed", !args.feed.is_empty()),
+            ("--fetch", !args.fetch.is_empty()),
+            ("--target", !args.target.is_empty()),
+            ("--summaries", args.summaries.is_some()),
+            ("--trace", args.trace.is_some()),
+            ("--master", args.graph.master.is_some()),
+        ],
+        "a SavedModel (give --input KEY=FILE.npy and --signature)",
+    )?;
+    let tags: Vec<&str> = if args.tag.is_empty() {
+        vec![saved_model::TAG_SERVE]
+    } else {
+        args.tag.iter().map(String::as_str).collect()
+    };
+    let key = args
+        .signature
+        .as_deref()
+        .unwrap_or(saved_model::DEFAULT_SERVING_SIGNATURE_DEF_KEY);
+    let model = SavedModel::load_with(&args.graph.graph, &tags, args.graph.options())?;
+    let inputs = read_feeds("--input", &args.input)?;
+    let refs: Vec<(&str, Tensor)> = inputs
+        .iter()
+        .map(|(k, t)| (k.as_str(), t.clone()))
+        .collect();
+    let mut outputs = BTreeMap::new();
+    for _ in 0..args.steps {
+        outputs = model.run(key, &refs)?;
+    }
+    for (k, t) in &outputs {
+        println!("{k} ({} {}) = {t}", t.dtype(), t.shape());
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(e, "creating", dir))?;
+        for (k, t) in &outputs {
+            npy::write_npy(dir.join(format!("{k}.npy")), t)
+                .map_err(|e| e.context(format_args!("output '{k}'")))?;
+        }
+    }
+    Ok(())
+}
+
 /// `actorflow run`.
 pub fn main(args: &RunArgs) -> Result<()> {
+    if args.graph.graph.is_dir() {
+        return run_saved_model(args);
+    }
+    misused(
+        &[
+            ("--tag", !args.tag.is_empty()),
+            ("--signature", args.signature.is_some()),
+            ("--input", !args.input.is_empty()),
+        ],
+        "a graph file (they are for SavedModel directories)",
+    )?;
     let (outputs, chrome) = execute(args, args.trace.is_some())?;
     report(args, &outputs)?;
     if let (Some(path), Some(c)) = (&args.trace, chrome) {

@@ -263,7 +263,10 @@ pub fn read_saved_model(export_dir: impl AsRef<Path>) -> Result<SavedModelProto>
         let text = std::fs::read_to_string(&txt)
             .map_err(|e| Status::from(e).context(format!("reading {}", txt.display())))?;
         return proto::text::from_text::<SavedModelProto>(&text).map_err(|e| {
-            Status::data_loss(format!("cannot parse {} as a SavedModel: {e}", txt.display()))
+            Status::data_loss(format!(
+                "cannot parse {} as a SavedModel: {e}",
+                txt.display()
+            ))
         });
     }
     Err(Status::not_found(format!(
