@@ -12,21 +12,31 @@
 //! error, and `--fresh` starts over), saves one every `--save-steps` steps and at the end, writes
 //! TensorBoard events (the loss and the graph) to `--logdir`, and stops at
 //! `--steps`. One traced step is written as a Perfetto trace. The test split is then
-//! evaluated; the last line printed is `test_accuracy=<fraction>`.
+//! evaluated, and the trained classifier is exported as a SavedModel (TensorFlow's
+//! format: `images` in, `probabilities` and `classes` out, signature
+//! `serving_default`) to `--export-dir/<global step>`, which TensorFlow, TensorFlow
+//! Serving and `actorflow run` load; the last line printed is
+//! `test_accuracy=<fraction>`.
 //!
 //! ```sh
 //! cargo run --release --example train_digits
 //! tensorboard --logdir target/train_digits/events     # the curves and the graph
 //! # open target/train_digits/trace.json in https://ui.perfetto.dev
+//! actorflow inspect target/train_digits/saved_model/1500   # its signature
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use actorflow::ops::{self, DecodeCsvOptions, ReaderOptions, ShuffleBatchOptions};
+use actorflow::saved_model::{MetaGraphOptions, PREDICT_METHOD_NAME};
 use actorflow::train::{
-    get_or_create_global_step, AdamOptimizer, MonitoredTrainingSession, Optimizer, TrainingConfig,
+    get_or_create_global_step, latest_checkpoint, AdamOptimizer, MonitoredTrainingSession,
+    Optimizer, Saver, TrainingConfig,
 };
-use actorflow::{DType, Output, Result, RunArgs, RunOptions, Scope, Status, Tensor, TraceLevel};
+use actorflow::{
+    DType, Output, Result, RunArgs, RunOptions, SavedModelBuilder, Scope, Session, SessionOptions,
+    Signature, Status, Tensor, TensorSpec, TraceLevel,
+};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -65,6 +75,10 @@ pub struct Config {
     /// Where the Perfetto trace of one step goes.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/target/train_digits/trace.json"))]
     pub trace: PathBuf,
+    /// Where the SavedModel goes (in a subdirectory named by the global step, as
+    /// TensorFlow Serving expects versions).
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/target/train_digits/saved_model"))]
+    pub export_dir: PathBuf,
     /// Start from scratch: delete the checkpoints first.
     #[arg(long)]
     pub fresh: bool,
@@ -162,6 +176,90 @@ fn weights(s: &Scope, name: &str, shape: [usize; 2], seed: i64) -> Result<ops::V
     ops::Variable::new(s, name, &init, true)
 }
 
+/// The MLP's variables (named `mlp/w1`, `mlp/b1`, `mlp/w2`, `mlp/b2` in every
+/// graph, so that the serving graph restores what training saved).
+pub struct Mlp {
+    scope: Scope,
+    w1: ops::Variable,
+    b1: ops::Variable,
+    w2: ops::Variable,
+    b2: ops::Variable,
+}
+
+impl Mlp {
+    /// The variables, in `s`'s `mlp` name scope.
+    pub fn new(s: &Scope, seed: i64) -> Result<Mlp> {
+        let ms = s.with_name_scope("mlp");
+        let zeros = |n: usize| ops::constant(&ms, Tensor::zeros(DType::F32, vec![n]));
+        Ok(Mlp {
+            w1: weights(&ms, "w1", [PIXELS, HIDDEN], seed)?,
+            b1: ops::Variable::new(&ms, "b1", &zeros(HIDDEN)?, true)?,
+            w2: weights(&ms, "w2", [HIDDEN, CLASSES], seed + 1)?,
+            b2: ops::Variable::new(&ms, "b2", &zeros(CLASSES)?, true)?,
+            scope: ms,
+        })
+    }
+
+    /// The logits of images `x` (`[n, 64]`).
+    pub fn logits(&self, x: &Output) -> Result<Output> {
+        let h = layer(
+            &self.scope,
+            "hidden",
+            x,
+            &self.w1.value,
+            &self.b1.value,
+            true,
+        )?;
+        layer(
+            &self.scope,
+            "logits",
+            &h,
+            &self.w2.value,
+            &self.b2.value,
+            false,
+        )
+    }
+}
+
+/// Exports the classifier of checkpoint `checkpoint` as a SavedModel in
+/// `dir`: a serving graph of its own (`images` → the MLP → `probabilities`,
+/// `classes`; no input pipeline, no optimizer slots) whose variables are
+/// restored from the checkpoint, signature `serving_default`.
+pub fn export_saved_model(cfg: &Config, checkpoint: &Path, dir: &Path) -> Result<PathBuf> {
+    let s = Scope::new();
+    let mlp = Mlp::new(&s, cfg.seed)?;
+    let images = s
+        .op("Placeholder")
+        .name("images")
+        .attr("dtype", DType::F32)
+        .attr("shape", actorflow::Shape::from_dims(&[None, Some(PIXELS)]))
+        .build1()?;
+    let logits = mlp.logits(&images)?;
+    let probabilities = s
+        .op("Softmax")
+        .name("probabilities")
+        .input(&logits)
+        .build1()?;
+    let classes = ops::arg_max_axis(&s.with_name_scope("classes"), &logits, 1, DType::I64)?;
+    let saver = Saver::new(&s)?;
+    let sess = Session::new(&s.graph_def(), SessionOptions::default())?;
+    saver.restore(&sess, checkpoint)?;
+    let signature = Signature::new(PREDICT_METHOD_NAME)
+        .input("images", TensorSpec::of(&images))
+        .output("probabilities", TensorSpec::of(&probabilities))
+        .output("classes", TensorSpec::of(&classes));
+    let mut b = SavedModelBuilder::new(dir)?;
+    b.add_meta_graph_and_variables(
+        &s,
+        &sess,
+        &["serve"],
+        MetaGraphOptions::default()
+            .with_signature("serving_default", signature)
+            .with_clear_devices(true),
+    )?;
+    b.save()
+}
+
 /// Builds the pipeline, the MLP, the loss and the training op.
 pub fn build(cfg: &Config) -> Result<Model> {
     let s = Scope::new();
@@ -196,31 +294,14 @@ pub fn build(cfg: &Config) -> Result<Model> {
         },
     )?;
 
-    let ms = s.with_name_scope("mlp");
-    let w1 = weights(&ms, "w1", [PIXELS, HIDDEN], cfg.seed)?;
-    let b1 = ops::Variable::new(
-        &ms,
-        "b1",
-        &ops::constant(&ms, Tensor::zeros(DType::F32, vec![HIDDEN]))?,
-        true,
-    )?;
-    let w2 = weights(&ms, "w2", [HIDDEN, CLASSES], cfg.seed + 1)?;
-    let b2 = ops::Variable::new(
-        &ms,
-        "b2",
-        &ops::constant(&ms, Tensor::zeros(DType::F32, vec![CLASSES]))?,
-        true,
-    )?;
-    let logits = |x: &Output| -> Result<Output> {
-        let h = layer(&ms, "hidden", x, &w1.value, &b1.value, true)?;
-        layer(&ms, "logits", &h, &w2.value, &b2.value, false)
-    };
+    let mlp = Mlp::new(&s, cfg.seed)?;
+    let ms = &mlp.scope;
     let (xent, _) = ops::sparse_softmax_cross_entropy_with_logits(
-        &ms,
-        &logits(&batch.tensors[0])?,
+        ms,
+        &mlp.logits(&batch.tensors[0])?,
         &batch.tensors[1],
     )?;
-    let loss = ops::mean_axes(&ms, &xent, &[0], false)?;
+    let loss = ops::mean_axes(ms, &xent, &[0], false)?;
     let train_op = AdamOptimizer::new(cfg.learning_rate).minimize(&s, &loss, Some(&step), None)?;
     ops::summary::summary_scalar(&s, "loss", &loss)?;
     let summary =
@@ -232,7 +313,7 @@ pub fn build(cfg: &Config) -> Result<Model> {
         DType::F32,
         actorflow::Shape::from_dims(&[None, Some(PIXELS)]),
     )?;
-    let predictions = ops::arg_max_axis(&es, &logits(&eval_images)?, 1, DType::I32)?;
+    let predictions = ops::arg_max_axis(&es, &mlp.logits(&eval_images)?, 1, DType::I32)?;
     Ok(Model {
         scope: s,
         loss,
@@ -331,7 +412,18 @@ pub fn run(cfg: &Config) -> Result<f64> {
     } else {
         println!("global_step={} loss={last:.4}", sess.global_step());
     }
+    let step = sess.global_step();
     sess.close()?;
+    let checkpoint = latest_checkpoint(&cfg.checkpoint_dir)?.ok_or_else(|| {
+        Status::not_found(format!("no checkpoint in {}", cfg.checkpoint_dir.display()))
+    })?;
+    let version = cfg.export_dir.join(step.to_string());
+    if version.exists() {
+        println!("saved_model={} (already exported)", version.display());
+    } else {
+        let dir = export_saved_model(cfg, &checkpoint, &version)?;
+        println!("saved_model={}", dir.display());
+    }
     Ok(acc)
 }
 

@@ -9,6 +9,7 @@ use common::TempDir;
 use std::path::PathBuf;
 
 use actorflow::train::{latest_checkpoint, MonitoredTrainingSession};
+use actorflow::{SavedModel, Tensor};
 
 #[allow(dead_code)]
 #[path = "../examples/train_digits.rs"]
@@ -24,6 +25,7 @@ fn config(dir: &TempDir, steps: i64) -> example::Config {
         save_steps: 20,
         logdir: dir.0.join("events"),
         trace: dir.0.join("trace.json"),
+        export_dir: dir.0.join("saved_model"),
         fresh: false,
         seed: 7,
         quiet: true,
@@ -82,6 +84,29 @@ fn a_killed_run_resumes_from_its_last_checkpoint() {
     // TensorBoard events were written.
     let events = std::fs::read_dir(&cfg.logdir).unwrap().count();
     assert!(events >= 1);
+
+    // The SavedModel of the last checkpoint classifies the test split as the
+    // training graph did.
+    let export = cfg.export_dir.join("120");
+    assert_eq!(
+        example::export_saved_model(&cfg, &latest, &export).unwrap(),
+        export
+    );
+    let (px, labels) = example::load_csv(&example::shards(&cfg.data_dir, "test").unwrap()).unwrap();
+    let images = Tensor::new::<f32>(&[labels.len(), example::PIXELS], px).unwrap();
+    let model = SavedModel::load(&export, &["serve"]).unwrap();
+    let out = model.run("serving_default", &[("images", images)]).unwrap();
+    let classes = out["classes"].as_slice::<i64>().unwrap();
+    let hits = classes
+        .iter()
+        .zip(&labels)
+        .filter(|(c, l)| **c == i64::from(**l))
+        .count();
+    assert_eq!(hits as f64 / labels.len() as f64, acc);
+    let p = out["probabilities"].as_slice::<f32>().unwrap();
+    assert_eq!(p.len(), labels.len() * example::CLASSES);
+    let row: f32 = p[..example::CLASSES].iter().sum();
+    assert!((row - 1.0).abs() < 1e-5, "{row}");
 
     // Started again after it finished: restored at its last step, nothing to run.
     let m = example::build(&cfg).unwrap();
