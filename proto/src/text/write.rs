@@ -23,34 +23,36 @@ use prost_reflect::{DynamicMessage, Kind, Value};
 pub fn escape_bytes(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len());
     for &c in b {
-        match c {
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            b'"' => s.push_str("\\\""),
-            b'\'' => s.push_str("\\'"),
-            b'\\' => s.push_str("\\\\"),
-            0x20..=0x7e => s.push(char::from(c)),
-            _ => {
-                let _ = write!(s, "\\{c:03o}");
-            }
-        }
+        push_escaped(&mut s, c);
     }
     s
 }
 
-/// Escapes a `string` field's text as TensorFlow's Python does: as
+/// Appends a `string` field's text escaped as TensorFlow's Python does: as
 /// [`escape_bytes`], but characters beyond ASCII stay as they are.
-fn escape_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+fn push_escaped_str(out: &mut String, s: &str) {
     for c in s.chars() {
-        if c.is_ascii() {
-            out.push_str(&escape_bytes(&[c as u8]));
-        } else {
-            out.push(c);
+        match u8::try_from(c) {
+            Ok(b) if b.is_ascii() => push_escaped(out, b),
+            _ => out.push(c),
         }
     }
-    out
+}
+
+/// Appends byte `c` as [`escape_bytes`] writes it.
+fn push_escaped(s: &mut String, c: u8) {
+    match c {
+        b'\n' => s.push_str("\\n"),
+        b'\r' => s.push_str("\\r"),
+        b'\t' => s.push_str("\\t"),
+        b'"' => s.push_str("\\\""),
+        b'\'' => s.push_str("\\'"),
+        b'\\' => s.push_str("\\\\"),
+        0x20..=0x7e => s.push(char::from(c)),
+        _ => {
+            let _ = write!(s, "\\{c:03o}");
+        }
+    }
 }
 
 /// The fields of `m`, one a line, at the top level.
@@ -143,8 +145,18 @@ impl Writer {
             Value::U64(i) => write!(o, "{i}"),
             Value::F32(f) => write!(o, "{}", float(f64::from(*f), format!("{f:?}"))),
             Value::F64(f) => write!(o, "{}", float(*f, format!("{f:?}"))),
-            Value::String(s) => write!(o, "\"{}\"", escape_str(s)),
-            Value::Bytes(b) => write!(o, "\"{}\"", escape_bytes(b)),
+            Value::String(s) => {
+                o.push('"');
+                push_escaped_str(o, s);
+                o.push('"');
+                Ok(())
+            }
+            Value::Bytes(b) => {
+                o.push('"');
+                b.iter().for_each(|&c| push_escaped(o, c));
+                o.push('"');
+                Ok(())
+            }
             Value::EnumNumber(n) => match kind.as_enum().and_then(|e| e.get_value(*n)) {
                 Some(value) => write!(o, "{}", value.name()),
                 None => write!(o, "{n}"),
