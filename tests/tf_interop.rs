@@ -266,3 +266,140 @@ fn tensorflow_and_actorflow_read_and_write_the_same_bundles() {
         assert_eq!(&r.tensor(name).unwrap(), t, "{name}");
     }
 }
+
+/// A bundle actorflow saved with slices (TensorFlow's partitioned variables:
+/// row blocks, column blocks, a string tensor in two slices, beside a whole
+/// tensor) is read by TensorFlow's checkpoint reader, which puts each tensor
+/// together from its slices, and by its `RestoreV2` with the same slice specs;
+/// TensorFlow's `SaveV2` of those slices with those specs gives the same bytes.
+#[test]
+fn tensorflow_reads_and_rewrites_a_sliced_bundle_actorflow_saved() {
+    use actorflow::graph::ops::checkpoint::ShapeAndSlice;
+    use actorflow::kernels::cpu::checkpoint::bundle::{data_path, index_path, BundleWriter};
+    use actorflow::Tensor;
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let part = Tensor::new(&[10, 4], (0..40).map(|i| i as f32 - 8.5).collect()).unwrap();
+    let cols = Tensor::new(&[3, 4], (0..12).map(|i| i as i64 * 1000).collect()).unwrap();
+    let words = ["alpha", "", "gamma", "delta"];
+    // (name, spec, the slice's value), in the order saved.
+    let cut_f32 = |rows: std::ops::Range<usize>| {
+        let v = &part.as_slice::<f32>().unwrap()[rows.start * 4..rows.end * 4];
+        Tensor::new(&[rows.len(), 4], v.to_vec()).unwrap()
+    };
+    let cut_cols = |c: std::ops::Range<usize>| {
+        let v = cols.as_slice::<i64>().unwrap();
+        let out: Vec<i64> = (0..3)
+            .flat_map(|r| v[r * 4 + c.start..r * 4 + c.end].to_vec())
+            .collect();
+        Tensor::new(&[3, c.len()], out).unwrap()
+    };
+    let saved: Vec<(&str, &str, Tensor)> = vec![
+        ("part", "10 4 0,4:0,4", cut_f32(0..4)),
+        ("part", "10 4 4,3:0,4", cut_f32(4..7)),
+        ("part", "10 4 7,3:0,4", cut_f32(7..10)),
+        ("cols", "3 4 -:2,2", cut_cols(2..4)),
+        ("cols", "3 4 -:0,2", cut_cols(0..2)),
+        (
+            "words",
+            "4 1,3",
+            Tensor::from_strings(&[3], words[1..].to_vec()).unwrap(),
+        ),
+        (
+            "words",
+            "4 0,1",
+            Tensor::from_strings(&[1], words[..1].to_vec()).unwrap(),
+        ),
+        ("plain", "", Tensor::vector(&[1.5f32, -2.0, 3.0])),
+    ];
+    let ours = tmp.path().join("ours/model.ckpt");
+    let mut w = BundleWriter::new(&ours);
+    for (name, spec, t) in &saved {
+        match ShapeAndSlice::parse(spec).unwrap() {
+            None => w.add(name, t).unwrap(),
+            Some(sl) => w.add_slice(name, &sl.full_shape, &sl.slice, t).unwrap(),
+        }
+    }
+    w.finish().unwrap();
+    let requests = tmp.path().join("requests.json");
+    let names: Vec<&str> = saved.iter().map(|s| s.0).collect();
+    let specs: Vec<&str> = saved.iter().map(|s| s.1).collect();
+    std::fs::write(
+        &requests,
+        serde_json::json!({"tensor_names": names, "shape_and_slices": specs}).to_string(),
+    )
+    .unwrap();
+    let theirs = tmp.path().join("theirs/model.ckpt");
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    let out = Command::new(&py)
+        .arg(script("bundle_peer.py"))
+        .arg("--slices")
+        .args([&ours, &theirs, &requests])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the TensorFlow peer runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("ok"),
+        "TensorFlow could not read actorflow's sliced bundle: {stdout}"
+    );
+    let reply: serde_json::Value = serde_json::from_str(lines.next().unwrap_or("")).unwrap();
+    let read = &reply["tensors"];
+    let listed: Vec<&String> = read.as_object().unwrap().keys().collect();
+    assert_eq!(listed, ["cols", "part", "plain", "words"]);
+    let f64s = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let as_f64 = |t: &Tensor| -> Vec<f64> {
+        match t.dtype() {
+            actorflow::DType::F32 => t
+                .as_slice::<f32>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as f64)
+                .collect(),
+            _ => t
+                .as_slice::<i64>()
+                .unwrap()
+                .iter()
+                .map(|&x| x as f64)
+                .collect(),
+        }
+    };
+    assert_eq!(read["part"]["shape"], serde_json::json!([10, 4]));
+    assert_eq!(f64s(&read["part"]["values"]), as_f64(&part));
+    assert_eq!(read["cols"]["dtype"], "int64");
+    assert_eq!(f64s(&read["cols"]["values"]), as_f64(&cols));
+    assert_eq!(read["words"]["shape"], serde_json::json!([4]));
+    assert_eq!(read["plain"]["values"], serde_json::json!([1.5, -2.0, 3.0]));
+    // Each slice as TensorFlow's RestoreV2 read it.
+    for ((name, spec, t), got) in saved.iter().zip(reply["restored"].as_array().unwrap()) {
+        if t.dtype() == actorflow::DType::String {
+            let want: Vec<String> = t
+                .as_strings()
+                .unwrap()
+                .iter()
+                .map(|b| String::from_utf8(b.to_vec()).unwrap())
+                .collect();
+            assert_eq!(got, &serde_json::json!(want), "{name} {spec}");
+        } else {
+            assert_eq!(f64s(got), as_f64(t), "{name} {spec}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(index_path(&theirs)).unwrap(),
+        std::fs::read(index_path(&ours)).unwrap(),
+        "index"
+    );
+    assert_eq!(
+        std::fs::read(data_path(&theirs, 0, 1)).unwrap(),
+        std::fs::read(data_path(&ours, 0, 1)).unwrap(),
+        "data"
+    );
+}

@@ -3,12 +3,16 @@
 //! `MergeV2Checkpoints` merges the shards of a sharded save, and
 //! `ShardedFilename`/`ShardedFilespec` name the shards. The format is TensorFlow's
 //! tensor bundle (the kernels' `cpu::checkpoint` module reads and writes it);
-//! `shape_and_slices` specs are parsed here by [`ShapeAndSlice`].
+//! `shape_and_slices` specs are parsed here by [`ShapeAndSlice`], their slices
+//! being [`TensorSlice`]s (TensorFlow's `TensorSlice`, which the kernels also
+//! use for the slices a checkpoint stores).
 //!
 //! A `shape_and_slices` entry is `""` for a whole tensor, or TensorFlow's
 //! `"<dim0> <dim1> … <slice>"`: the full tensor's shape, then a slice spec with one
 //! `-` (the whole dimension) or `start,length` per dimension, joined by `:`
-//! (`"4 5 0,2:-"` is rows 0–1 of a 4×5 tensor).
+//! (`"4 5 0,2:-"` is rows 0–1 of a 4×5 tensor). TensorFlow's `Saver` saves and
+//! restores each partition of a partitioned variable with such a spec
+//! (`"10 4 4,3:0,4"`).
 
 use crate::builder::{Operation, Output, Scope};
 use crate::op_def::{InferenceContext, OpDef};
@@ -149,7 +153,7 @@ fn restore_shape(c: &mut InferenceContext<'_>) -> Result<()> {
                 let s = std::str::from_utf8(s).ok()?;
                 match ShapeAndSlice::parse(s).ok()? {
                     None => Some(Shape::unknown()),
-                    Some(sl) => Some(Shape::from(sl.slice_shape())),
+                    Some(sl) => Some(Shape::from(sl.slice_shape)),
                 }
             })
             .collect()
@@ -164,73 +168,309 @@ fn restore_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     Ok(())
 }
 
-/// A parsed non-empty `shape_and_slices` entry: the full tensor's shape and the
-/// part of it meant (see the module docs).
+/// One dimension of a [`TensorSlice`]: all of it (`-`), or `length` indices
+/// from `start` (`start,length`). TensorFlow keeps the two apart even when a
+/// range spans the whole dimension, and so do its checkpoint keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extent {
+    /// Every index of the dimension (`-`; TensorFlow's `kFullExtent`).
+    Full,
+    /// `length` (at least 1) indices from `start`.
+    Range {
+        /// The first index.
+        start: usize,
+        /// How many indices.
+        length: usize,
+    },
+}
+
+impl Extent {
+    /// The half-open index range this extent takes of a dimension of `dim`.
+    pub fn bounds(&self, dim: usize) -> (usize, usize) {
+        match *self {
+            Extent::Full => (0, dim),
+            Extent::Range { start, length } => (start, start + length),
+        }
+    }
+}
+
+/// A hyper-rectangle of a tensor, one [`Extent`] per dimension: TensorFlow's
+/// `TensorSlice`. Its text form is the extents joined by `:` (`"0,4:-"`), its
+/// [`Display`](std::fmt::Display) TensorFlow's `DebugString`.
+///
+/// Every `Range` is valid on its own (`length >= 1`, `start + length` at most
+/// `i64::MAX`); whether it fits a shape is [`TensorSlice::slice_shape`]'s check.
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::ops::TensorSlice;
+/// use actorflow_graph::TensorShape;
+/// let s = TensorSlice::parse("0,4:-").unwrap();
+/// assert_eq!(s.to_string(), "0,4:-");
+/// assert_eq!(s.slice_shape(&TensorShape::new(&[10, 3])).unwrap(), TensorShape::new(&[4, 3]));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct TensorSlice {
+    extents: Vec<Extent>,
+}
+
+/// The largest `start + length` an extent may reach (TensorFlow's `int64`).
+const MAX_EXTENT_END: u64 = i64::MAX as u64;
+
+impl TensorSlice {
+    /// The whole of a tensor of `rank` dimensions.
+    pub fn full(rank: usize) -> TensorSlice {
+        TensorSlice {
+            extents: vec![Extent::Full; rank],
+        }
+    }
+
+    /// A slice of these extents, or `InvalidArgument` for a range of length 0 or
+    /// one that ends past `i64::MAX`.
+    pub fn new(extents: Vec<Extent>) -> Result<TensorSlice> {
+        for e in &extents {
+            if let Extent::Range { start, length } = *e {
+                let (s, l) = (
+                    i64::try_from(start).unwrap_or(-1),
+                    i64::try_from(length).unwrap_or(-1),
+                );
+                Self::check_range(s, l).map_err(|why| {
+                    Status::invalid_argument(format!("invalid tensor slice: {why}"))
+                })?;
+            }
+        }
+        Ok(TensorSlice { extents })
+    }
+
+    /// The extent `start,length` as TensorFlow accepts it (`start >= 0`,
+    /// `length >= 1`, `start + length` at most `i64::MAX`), or why not, in
+    /// TensorFlow's words.
+    pub fn check_range(start: i64, length: i64) -> std::result::Result<Extent, String> {
+        if start < 0 || length <= 0 {
+            return Err(format!(
+                "Expected non-negative start and positive length but got start = {start}, length = {length}"
+            ));
+        }
+        if (start as u64)
+            .checked_add(length as u64)
+            .is_none_or(|e| e > MAX_EXTENT_END)
+        {
+            return Err(format!(
+                "Extent end exceeds the maximum possible size: start = {start}, length = {length}"
+            ));
+        }
+        Ok(Extent::Range {
+            start: start as usize,
+            length: length as usize,
+        })
+    }
+
+    /// Parses TensorFlow's text form (`TensorSlice::Parse`): extents joined by
+    /// `:` (empty items skipped), each `-` or `start,length` with `start >= 0`
+    /// and `length >= 1`. Anything else is `InvalidArgument` with TensorFlow's
+    /// message.
+    pub fn parse(text: &str) -> Result<TensorSlice> {
+        let mut extents = Vec::new();
+        for item in text.split(':').filter(|x| !x.is_empty()) {
+            if item == "-" {
+                extents.push(Extent::Full);
+                continue;
+            }
+            let pair: Vec<&str> = item.split(',').filter(|x| !x.is_empty()).collect();
+            let numbers = match pair.as_slice() {
+                [a, b] => a.parse::<i64>().ok().zip(b.parse::<i64>().ok()),
+                _ => None,
+            };
+            let Some((start, length)) = numbers else {
+                return Err(Status::invalid_argument(format!(
+                    "Expected a pair of numbers or '-' but got '{item}': string = {text}"
+                )));
+            };
+            let extent = Self::check_range(start, length)
+                .map_err(|why| Status::invalid_argument(format!("{why}: string = {text}")))?;
+            extents.push(extent);
+        }
+        Ok(TensorSlice { extents })
+    }
+
+    /// The extents, one per dimension.
+    pub fn extents(&self) -> &[Extent] {
+        &self.extents
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.extents.len()
+    }
+
+    /// True when every extent is [`Extent::Full`] (TensorFlow's `IsFull`).
+    pub fn is_full(&self) -> bool {
+        self.extents.iter().all(|e| *e == Extent::Full)
+    }
+
+    /// True when the slice takes all of a tensor of `shape`, written with `-`s
+    /// or with ranges (TensorFlow's `IsFullSlice`).
+    pub fn covers(&self, shape: &TensorShape) -> bool {
+        self.is_full() || self.slice_shape(shape).is_ok_and(|s| &s == shape)
+    }
+
+    /// The half-open index ranges of the slice in a tensor of `shape` (whose
+    /// rank the caller checked is the slice's).
+    pub fn bounds(&self, shape: &TensorShape) -> Vec<(usize, usize)> {
+        self.extents
+            .iter()
+            .zip(shape.dims())
+            .map(|(e, &d)| e.bounds(d))
+            .collect()
+    }
+
+    /// The shape of the slice of a tensor of `shape` (TensorFlow's
+    /// `SliceTensorShape`), or `InvalidArgument` when the ranks differ or an
+    /// extent runs past its dimension.
+    pub fn slice_shape(&self, shape: &TensorShape) -> Result<TensorShape> {
+        if shape.rank() != self.rank() {
+            return Err(Status::invalid_argument(format!(
+                "Mismatching ranks: shape = {shape}, slice = {self}"
+            )));
+        }
+        let mut dims = Vec::with_capacity(self.rank());
+        for (d, (e, &size)) in self.extents.iter().zip(shape.dims()).enumerate() {
+            match *e {
+                Extent::Full => dims.push(size),
+                Extent::Range { start, length } if start + length <= size => dims.push(length),
+                Extent::Range { .. } => {
+                    return Err(Status::invalid_argument(format!(
+                        "Extent in dimension {d} out of bounds: shape = {shape}, slice = {self}"
+                    )))
+                }
+            }
+        }
+        Ok(TensorShape::new(&dims))
+    }
+
+    /// The common part of two slices of one rank (TensorFlow's `Intersect`), or
+    /// `None` when they do not overlap (or their ranks differ).
+    pub fn intersect(&self, other: &TensorSlice) -> Option<TensorSlice> {
+        if self.rank() != other.rank() {
+            return None;
+        }
+        let mut extents = Vec::with_capacity(self.rank());
+        for (a, b) in self.extents.iter().zip(&other.extents) {
+            extents.push(match (*a, *b) {
+                (Extent::Full, x) | (x, Extent::Full) => x,
+                (
+                    Extent::Range {
+                        start: s1,
+                        length: l1,
+                    },
+                    Extent::Range {
+                        start: s2,
+                        length: l2,
+                    },
+                ) => {
+                    let start = s1.max(s2);
+                    let end = (s1 + l1).min(s2 + l2);
+                    if end <= start {
+                        return None;
+                    }
+                    Extent::Range {
+                        start,
+                        length: end - start,
+                    }
+                }
+            });
+        }
+        Some(TensorSlice { extents })
+    }
+}
+
+impl std::fmt::Display for TensorSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.extents.iter().enumerate() {
+            if i > 0 {
+                f.write_str(":")?;
+            }
+            match e {
+                Extent::Full => f.write_str("-")?,
+                Extent::Range { start, length } => write!(f, "{start},{length}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parsed non-empty `shape_and_slices` entry (TensorFlow's
+/// `ParseShapeAndSlice`): the full tensor's shape, the slice meant, and the
+/// slice's shape (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShapeAndSlice {
     /// The full tensor's shape.
     pub full_shape: TensorShape,
-    /// Per dimension, the `(start, length)` of the slice.
-    pub extents: Vec<(usize, usize)>,
+    /// The part of it meant.
+    pub slice: TensorSlice,
+    /// The shape of that part.
+    pub slice_shape: TensorShape,
 }
 
 impl ShapeAndSlice {
-    /// Parses an entry: `Ok(None)` for `""` (the whole tensor), `InvalidArgument`
-    /// for a malformed spec or a slice outside the shape.
+    /// Parses an entry: `Ok(None)` for `""` (the whole tensor), else the full
+    /// shape's dimensions and the slice separated by spaces. A malformed spec, or
+    /// a slice that does not fit the shape, is `InvalidArgument` with
+    /// TensorFlow's message.
     pub fn parse(spec: &str) -> Result<Option<ShapeAndSlice>> {
         if spec.is_empty() {
             return Ok(None);
         }
-        let bad = |why: &str| {
-            Status::invalid_argument(format!("invalid shape_and_slice spec '{spec}': {why}"))
-        };
+        let bad =
+            |why: String| Status::invalid_argument(format!("{why} (shape_and_slice '{spec}')"));
         let parts: Vec<&str> = spec.split(' ').collect();
-        let Some((slice, dims)) = parts.split_last() else {
-            return Err(bad("empty"));
+        let Some((slice, dims)) = parts.split_last().filter(|(_, d)| !d.is_empty()) else {
+            return Err(Status::invalid_argument(format!(
+                "Need least two elements in shape_and_slice specification: {spec}"
+            )));
         };
-        if dims.is_empty() {
-            return Err(bad("need the full shape and a slice"));
-        }
+        let slice = TensorSlice::parse(slice)?;
         let dims: Vec<usize> = dims
             .iter()
-            .map(|d| d.parse::<usize>().map_err(|_| bad("bad dimension")))
+            .map(|d| {
+                d.parse::<i64>()
+                    .ok()
+                    .and_then(|d| usize::try_from(d).ok())
+                    .ok_or_else(|| {
+                        Status::invalid_argument(format!(
+                            "Non numerical dimension in shape_and_slice: {spec}"
+                        ))
+                    })
+            })
             .collect::<Result<_>>()?;
-        let specs: Vec<&str> = slice.split(':').collect();
-        if specs.len() != dims.len() {
-            return Err(bad("the slice's rank differs from the shape's"));
-        }
-        let mut extents = Vec::with_capacity(dims.len());
-        for (d, s) in dims.iter().zip(specs) {
-            if s == "-" {
-                extents.push((0, *d));
-                continue;
-            }
-            let (a, b) = s.split_once(',').ok_or_else(|| bad("bad slice"))?;
-            let start: usize = a.parse().map_err(|_| bad("bad slice start"))?;
-            let len: usize = b.parse().map_err(|_| bad("bad slice length"))?;
-            if start.checked_add(len).is_none_or(|end| end > *d) {
-                return Err(bad("slice outside the shape"));
-            }
-            extents.push((start, len));
-        }
+        let full_shape = TensorShape::new(&dims);
+        full_shape
+            .check_valid()
+            .map_err(|e| bad(e.message().to_owned()))?;
+        let slice_shape = slice
+            .slice_shape(&full_shape)
+            .map_err(|e| bad(e.message().to_owned()))?;
         Ok(Some(ShapeAndSlice {
-            full_shape: TensorShape::new(&dims),
-            extents,
+            full_shape,
+            slice,
+            slice_shape,
         }))
     }
 
-    /// The shape of the slice.
-    pub fn slice_shape(&self) -> TensorShape {
-        let d: Vec<usize> = self.extents.iter().map(|e| e.1).collect();
-        TensorShape::new(&d)
-    }
-
-    /// True when the slice is the whole tensor.
+    /// True when the slice is the whole tensor (see [`TensorSlice::covers`]).
     pub fn is_full(&self) -> bool {
-        self.extents
-            .iter()
-            .zip(self.full_shape.dims())
-            .all(|(e, d)| e.0 == 0 && e.1 == *d)
+        self.slice.covers(&self.full_shape)
+    }
+}
+
+impl std::fmt::Display for ShapeAndSlice {
+    /// The spec's text, as TensorFlow's `SaveSliceInfo.spec` writes it
+    /// (`"10 4 0,4:0,4"`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for d in self.full_shape.dims() {
+            write!(f, "{d} ")?;
+        }
+        write!(f, "{}", self.slice)
     }
 }
 
@@ -247,11 +487,21 @@ pub fn save_v2(
     names: &[String],
     tensors: &[Output],
 ) -> Result<Operation> {
+    save_v2_slices(s, prefix, names, &vec![String::new(); names.len()], tensors)
+}
+
+/// `SaveV2` with a `shape_and_slices` entry per tensor (see the module docs):
+/// `""` saves a whole tensor, a spec saves the tensor as that slice of a larger
+/// one (how TensorFlow's `Saver` saves each partition of a partitioned variable).
+pub fn save_v2_slices(
+    s: &Scope,
+    prefix: &Output,
+    names: &[String],
+    shape_and_slices: &[String],
+    tensors: &[Output],
+) -> Result<Operation> {
     let n = string_vector(&s.with_name_scope("tensor_names"), names)?;
-    let slices = string_vector(
-        &s.with_name_scope("shape_and_slices"),
-        &vec![String::new(); names.len()],
-    )?;
+    let slices = string_vector(&s.with_name_scope("shape_and_slices"), shape_and_slices)?;
     s.op("SaveV2")
         .input(prefix)
         .input(&n)
@@ -268,11 +518,21 @@ pub fn restore_v2(
     names: &[String],
     dtypes: &[DType],
 ) -> Result<Vec<Output>> {
+    restore_v2_slices(s, prefix, names, &vec![String::new(); names.len()], dtypes)
+}
+
+/// `RestoreV2` with a `shape_and_slices` entry per tensor: `""` reads a whole
+/// tensor, a spec reads that slice of it (whether the checkpoint holds the
+/// whole tensor or slices of it).
+pub fn restore_v2_slices(
+    s: &Scope,
+    prefix: &Output,
+    names: &[String],
+    shape_and_slices: &[String],
+    dtypes: &[DType],
+) -> Result<Vec<Output>> {
     let n = string_vector(&s.with_name_scope("tensor_names"), names)?;
-    let slices = string_vector(
-        &s.with_name_scope("shape_and_slices"),
-        &vec![String::new(); names.len()],
-    )?;
+    let slices = string_vector(&s.with_name_scope("shape_and_slices"), shape_and_slices)?;
     Ok(s.op("RestoreV2")
         .input(prefix)
         .input(&n)
@@ -292,13 +552,65 @@ mod tests {
         assert_eq!(ShapeAndSlice::parse("").unwrap(), None);
         let s = ShapeAndSlice::parse("4 5 0,2:-").unwrap().unwrap();
         assert_eq!(s.full_shape, TensorShape::new(&[4, 5]));
-        assert_eq!(s.extents, [(0, 2), (0, 5)]);
-        assert_eq!(s.slice_shape(), TensorShape::new(&[2, 5]));
+        assert_eq!(
+            s.slice.extents(),
+            [
+                Extent::Range {
+                    start: 0,
+                    length: 2
+                },
+                Extent::Full
+            ]
+        );
+        assert_eq!(s.slice_shape, TensorShape::new(&[2, 5]));
+        assert_eq!(s.to_string(), "4 5 0,2:-");
         assert!(!s.is_full());
         assert!(ShapeAndSlice::parse("3 -").unwrap().unwrap().is_full());
-        for bad in ["-", "4 5 0,2", "4 3,2", "x -", "4 1,x"] {
-            assert!(ShapeAndSlice::parse(bad).is_err(), "{bad}");
+        // A range over a whole dimension is the whole tensor, but stays a range.
+        let whole = ShapeAndSlice::parse("3 0,3").unwrap().unwrap();
+        assert!(whole.is_full() && !whole.slice.is_full());
+        assert_eq!(whole.slice.to_string(), "0,3");
+        // TensorFlow skips empty items between colons.
+        assert_eq!(TensorSlice::parse("-::1,2").unwrap().rank(), 2);
+        for (bad, why) in [
+            ("-", "Need least two elements"),
+            ("4 5 0,2", "Mismatching ranks"),
+            ("4 3,2", "Extent in dimension 0 out of bounds"),
+            ("x -", "Non numerical dimension"),
+            ("-1 -", "Non numerical dimension"),
+            ("4 1,x", "Expected a pair of numbers or '-' but got '1,x'"),
+            ("4 1,2,3", "Expected a pair of numbers"),
+            ("4 1,0", "positive length but got start = 1, length = 0"),
+            ("4 -1,2", "Expected non-negative start"),
+            ("4 5,9223372036854775807", "Extent end exceeds"),
+        ] {
+            let e = ShapeAndSlice::parse(bad).unwrap_err();
+            assert_eq!(e.code(), crate::Code::InvalidArgument, "{bad}");
+            assert!(e.message().contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn slices_intersect_as_tensorflows_do() {
+        let a = TensorSlice::parse("0,4:-").unwrap();
+        let b = TensorSlice::parse("2,5:1,2").unwrap();
+        assert_eq!(a.intersect(&b).unwrap().to_string(), "2,2:1,2");
+        assert_eq!(b.intersect(&a), a.intersect(&b));
+        let c = TensorSlice::parse("4,3:-").unwrap();
+        assert_eq!(a.intersect(&c), None);
+        assert_eq!(a.intersect(&TensorSlice::full(3)), None);
+        let full = TensorSlice::full(2);
+        assert_eq!(full.intersect(&b).unwrap(), b);
+        let shape = TensorShape::new(&[10, 4]);
+        assert_eq!(b.bounds(&shape), [(2, 7), (1, 3)]);
+        assert!(full.covers(&shape));
+        assert!(TensorSlice::parse("0,10:0,4").unwrap().covers(&shape));
+        assert!(!a.covers(&shape));
+        assert!(TensorSlice::new(vec![Extent::Range {
+            start: 0,
+            length: 0
+        }])
+        .is_err());
     }
 
     #[test]

@@ -3,7 +3,14 @@
 //!
 //! - [`bundle`] — a bundle at a prefix `p` is `p.index` (a sorted string table of
 //!   tensor names to dtype, shape, place and checksum) and `p.data-00000-of-00001`
-//!   (the tensors' bytes); see its docs for the layout.
+//!   (the tensors' bytes); see its docs for the layout. Writing: [`BundleWriter`].
+//! - [`reader`] — [`CheckpointReader`]: a bundle's index, and its tensors whole
+//!   or in part.
+//! - [`slice`] — tensors saved as slices (partitioned variables): the slice
+//!   keys, which stored slices make up a part, and copying between slices.
+//! - [`ordered_code`] — TensorFlow's order-preserving encoding that slice keys
+//!   are made of.
+//! - [`merge`] — merging the bundles of a sharded save.
 //! - [`table`] — the sorted string table of the index (LevelDB's layout).
 //! - [`crc32c`] — the checksum and its masking.
 //! - [`atomic`] — replacing a file atomically (temp file, fsync, rename, fsync
@@ -23,11 +30,16 @@
 pub mod atomic;
 pub mod bundle;
 pub mod crc32c;
+pub mod merge;
+pub mod ordered_code;
+pub mod reader;
 pub mod save_restore;
+pub mod slice;
 pub mod table;
 
 #[cfg(test)]
 mod tests;
 
-pub use bundle::{read_index, write_bundle, CheckpointReader, TensorInfo};
+pub use bundle::{write_bundle, BundleWriter, TensorInfo};
+pub use reader::{read_index, CheckpointReader};
 pub use save_restore::register_all_kernels;

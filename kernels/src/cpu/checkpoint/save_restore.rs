@@ -1,11 +1,15 @@
-//! The `SaveV2` and `RestoreV2` kernels.
+//! The checkpoint kernels: `SaveV2` (whole tensors, and slices of larger ones
+//! as TensorFlow's `Saver` saves partitioned variables), `RestoreV2` (whole
+//! tensors or any slice of one, however the checkpoint stores it),
+//! `MergeV2Checkpoints`,
+//! `ShardedFilename` and `ShardedFilespec`.
 
 use std::path::PathBuf;
 
-use graph::ops::checkpoint::ShapeAndSlice;
+use graph::ops::checkpoint::{ShapeAndSlice, TensorSlice};
 use graph::{DType, Result, Status, Tensor};
 
-use crate::cpu::checkpoint::bundle::{merge_bundles, write_bundle, CheckpointReader, TensorInfo};
+use crate::cpu::checkpoint::bundle::{merge_bundles, BundleWriter, CheckpointReader};
 use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -53,21 +57,23 @@ impl OpKernel for SaveV2Kernel {
         let path = prefix(ctx)?;
         let n = ctx.num_inputs().saturating_sub(3);
         let (names, specs) = names_and_specs(ctx, n)?;
-        let mut tensors = Vec::with_capacity(n);
+        let mut writer = BundleWriter::new(&path);
         for (i, (name, spec)) in names.iter().zip(&specs).enumerate() {
             let t = ctx.input(3 + i)?;
-            // A slice spec naming the whole tensor is a whole tensor; real slices
-            // (TensorFlow's partitioned variables) are not supported.
-            if let Some(sl) = ShapeAndSlice::parse(spec)? {
-                if !(sl.is_full() && &sl.full_shape == t.shape()) {
-                    return Err(Status::unimplemented(format!(
-                        "SaveV2 of a tensor slice ('{name}' with spec '{spec}') is not supported; save whole tensors"
-                    )));
+            match ShapeAndSlice::parse(spec)? {
+                None => writer.add(name, t)?,
+                Some(sl) => {
+                    if &sl.slice_shape != t.shape() {
+                        return Err(Status::invalid_argument(format!(
+                            "Slice in shape_and_slice specification does not match the shape of the tensor to save: {spec}, tensor: {} ('{name}')",
+                            t.shape()
+                        )));
+                    }
+                    writer.add_slice(name, &sl.full_shape, &sl.slice, t)?;
                 }
             }
-            tensors.push((name.as_str(), t));
         }
-        write_bundle(&path, &tensors)
+        writer.finish()
     }
 
     fn is_expensive(&self) -> bool {
@@ -75,79 +81,8 @@ impl OpKernel for SaveV2Kernel {
     }
 }
 
-/// Copies the hyper-rectangle `extents` of a row-major array of `dims` whose
-/// elements are `unit` items of `src` each.
-fn copy_slice<T: Clone>(
-    src: &[T],
-    unit: usize,
-    dims: &[usize],
-    extents: &[(usize, usize)],
-) -> Vec<T> {
-    let rank = dims.len();
-    if rank == 0 {
-        return src.to_vec();
-    }
-    let count: usize = extents.iter().map(|e| e.1).product();
-    let mut out = Vec::with_capacity(count * unit);
-    if count == 0 {
-        return out;
-    }
-    // Row-major strides, in elements.
-    let mut strides = vec![1usize; rank];
-    for d in (0..rank.saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * dims[d + 1];
-    }
-    let (last_start, last_len) = extents[rank - 1];
-    let mut idx: Vec<usize> = extents.iter().map(|e| e.0).collect();
-    loop {
-        let base: usize = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
-        let from = (base - idx[rank - 1] + last_start) * unit;
-        out.extend_from_slice(&src[from..from + last_len * unit]);
-        // Advance the odometer over every dimension but the last.
-        let mut d = rank - 1;
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < extents[d].0 + extents[d].1 {
-                break;
-            }
-            idx[d] = extents[d].0;
-        }
-    }
-}
-
-/// The slice `sl` of tensor `t` (whose shape the caller checked is the full one).
-fn slice_tensor(t: &Tensor, sl: &ShapeAndSlice) -> Result<Tensor> {
-    let dims = t.dims();
-    let shape = sl.slice_shape();
-    if t.dtype() == DType::String {
-        let v = copy_slice(t.as_strings()?, 1, dims, &sl.extents);
-        Tensor::from_strings(shape.dims(), v)
-    } else {
-        let b = copy_slice(t.as_bytes()?, t.dtype().size(), dims, &sl.extents);
-        Tensor::from_raw_bytes(t.dtype(), shape.dims(), &b)
-    }
-}
-
 struct RestoreV2Kernel {
     dtypes: Vec<DType>,
-}
-
-impl RestoreV2Kernel {
-    fn check(reader: &CheckpointReader, info: &TensorInfo, want: DType) -> Result<()> {
-        if info.dtype != want {
-            return Err(Status::invalid_argument(format!(
-                "tensor {} in checkpoint {} has dtype {}, but the restore asks for {want}",
-                info.name,
-                reader.prefix().display(),
-                info.dtype
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl OpKernel for RestoreV2Kernel {
@@ -156,6 +91,8 @@ impl OpKernel for RestoreV2Kernel {
         let n = self.dtypes.len();
         let (names, specs) = names_and_specs(ctx, n)?;
         let reader = CheckpointReader::open(&path)?;
+        // Every request checked before anything is read.
+        let mut requests = Vec::with_capacity(n);
         for (i, (name, spec)) in names.iter().zip(&specs).enumerate() {
             let info = reader.info(name).ok_or_else(|| {
                 Status::not_found(format!(
@@ -163,27 +100,34 @@ impl OpKernel for RestoreV2Kernel {
                     path.display()
                 ))
             })?;
-            Self::check(&reader, info, self.dtypes[i])?;
-            let t = reader.tensor(name)?;
-            let t = match ShapeAndSlice::parse(spec)? {
-                None => t,
-                Some(sl) => {
-                    if sl.full_shape != info.shape {
-                        return Err(Status::invalid_argument(format!(
-                            "tensor {name} in checkpoint {} has shape {}, but the restore expects {}",
-                            path.display(),
-                            info.shape,
-                            sl.full_shape
-                        )));
-                    }
-                    if sl.is_full() {
-                        t
-                    } else {
-                        slice_tensor(&t, &sl)?
-                    }
+            if info.dtype != self.dtypes[i] {
+                return Err(Status::invalid_argument(format!(
+                    "tensor {name} in checkpoint {} has dtype {}, but the restore asks for {}",
+                    path.display(),
+                    info.dtype,
+                    self.dtypes[i]
+                )));
+            }
+            let slice = match ShapeAndSlice::parse(spec)? {
+                None => None,
+                Some(sl) if sl.full_shape != info.shape => {
+                    return Err(Status::invalid_argument(format!(
+                        "tensor_name = {name}; shape in shape_and_slice spec {} does not match the shape stored in checkpoint: {} (checkpoint {})",
+                        sl.full_shape,
+                        info.shape,
+                        path.display()
+                    )))
                 }
+                Some(sl) => Some(sl.slice),
             };
-            ctx.set_output(i, t)?;
+            requests.push((name.as_str(), slice));
+        }
+        let read = |(name, slice): &(&str, Option<TensorSlice>)| match slice {
+            None => reader.tensor(name),
+            Some(s) => reader.tensor_slice(name, s),
+        };
+        for (i, r) in requests.iter().enumerate() {
+            ctx.set_output(i, read(r)?)?;
         }
         Ok(())
     }
