@@ -27,10 +27,18 @@ fn files(d: &Path) -> Vec<String> {
 }
 
 /// The files of the bundles (TensorFlow's checkpoint V2) at these prefixes.
+/// The files of the Saver's checkpoints at `prefixes`: the bundle and the
+/// `.meta` graph, in name order.
 fn bundles(prefixes: &[&str]) -> Vec<String> {
     prefixes
         .iter()
-        .flat_map(|p| [format!("{p}.data-00000-of-00001"), format!("{p}.index")])
+        .flat_map(|p| {
+            [
+                format!("{p}.data-00000-of-00001"),
+                format!("{p}.index"),
+                format!("{p}.meta"),
+            ]
+        })
         .collect()
 }
 
@@ -433,6 +441,7 @@ fn a_failed_save_leaves_the_previous_checkpoint_intact() {
             "checkpoint",
             "model.ckpt-1.data-00000-of-00001",
             "model.ckpt-1.index",
+            "model.ckpt-1.meta",
             "model.ckpt-2.data-00000-of-00001"
         ]
     );
@@ -592,8 +601,12 @@ fn a_killed_save_leaves_a_loadable_checkpoint() {
             let r = train::CheckpointReader::open(dir.join(prefix)).unwrap();
             r.tensor("big").unwrap();
         } else if f.starts_with("model.ckpt-") {
-            // A data shard; a killed save may leave one whose index it never wrote.
-            assert!(f.ends_with(".data-00000-of-00001"), "stray file {f}");
+            // A data shard (a killed save may leave one whose index it never
+            // wrote) or a checkpoint's graph.
+            assert!(
+                f.ends_with(".data-00000-of-00001") || f.ends_with(".meta"),
+                "stray file {f}"
+            );
         } else {
             assert!(f == "checkpoint" || f.starts_with('.'), "stray file {f}");
         }

@@ -111,6 +111,7 @@ fn state_and_bundles(prefixes: &[&str]) -> Vec<String> {
     for p in prefixes {
         v.push(format!("{p}.data-00000-of-00001"));
         v.push(format!("{p}.index"));
+        v.push(format!("{p}.meta"));
     }
     v
 }
@@ -124,6 +125,7 @@ fn data(prefix: &Path) -> PathBuf {
 fn delete(prefix: &Path) {
     std::fs::remove_file(format!("{}.index", prefix.display())).unwrap();
     std::fs::remove_file(data(prefix)).unwrap();
+    std::fs::remove_file(format!("{}.meta", prefix.display())).unwrap();
 }
 
 fn files(d: &Path) -> Vec<String> {
@@ -355,6 +357,7 @@ fn a_save_deletes_the_temporaries_of_killed_saves_and_nothing_else() {
         format!(".model.ckpt-2.index.tmp-{exited}-0"),
         format!(".model.ckpt-3.data-00000-of-00001.tmp-{gone}-0"),
         format!(".model.ckpt-4.index.tmp-{gone}-3"),
+        format!(".model.ckpt-4.meta.tmp-{gone}-2"),
         format!(".checkpoint.tmp-{gone}-1"),
     ];
     let others = [

@@ -26,7 +26,7 @@ pub use monitored::{
     StepCounterHook, StopAtStepHook, SummarySaverHook, TrainingConfig, CHECKPOINT_BASENAME,
 };
 pub use saver::{
-    get_checkpoint_state, latest_checkpoint, update_checkpoint_state, CheckpointState, Saver,
-    SaverOptions, CHECKPOINT_STATE_FILE,
+    get_checkpoint_state, latest_checkpoint, meta_graph_path, update_checkpoint_state,
+    CheckpointState, Saver, SaverOptions, CHECKPOINT_STATE_FILE,
 };
 pub use sync_replicas_hook::SyncReplicasHook;

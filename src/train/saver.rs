@@ -4,17 +4,9 @@
 //! newest after a restart.
 //!
 //! A saver adds its nodes to the graph when it is made, under a `save` name
-//! scope, so build it before the graph goes to a [`Session`] (or extend the
-//! session with the new nodes):
-//!
-//! ```text
-//! save/filename            PlaceholderWithDefault: the checkpoint path, fed per call
-//! save/SaveV2              writes every variable's value (read next to the variable)
-//! save/control_dependency  Identity(filename) after SaveV2: the save target
-//! save/RestoreV2           reads every variable's saved value
-//! save/Assign, …           assigns each (AssignVariableOp for resource variables)
-//! save/restore_all         NoOp after every assignment: the restore target
-//! ```
+//! scope (the nodes and the `SaverDef` naming them are
+//! [`graph::train::saver_graph`]'s), so build it before the graph goes to a
+//! [`Session`] (or extend the session with the new nodes).
 //!
 //! A checkpoint is TensorFlow's tensor bundle (`kernels::cpu::checkpoint`): a
 //! save to `dir/model.ckpt-300` writes `model.ckpt-300.index` and
@@ -40,15 +32,23 @@
 //!
 //! Paths of checkpoints in the state file's own directory are written relative
 //! to it (so the directory can move); others as given.
+//!
+//! Beside each checkpoint a save writes `<checkpoint>.meta`, the graph as a
+//! `MetaGraphDef` with the saver's `SaverDef` (unless
+//! [`SaverOptions::write_meta_graph`] is off), so TensorFlow's
+//! `tf.compat.v1.train.import_meta_graph` and `Saver.restore` resume from the
+//! files alone; it is deleted with its checkpoint.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use actors::saved_model::{meta_graph_def, write_meta_graph, MetaGraphOptions};
 use actors::Session;
-use graph::builder::{Output, Scope};
-use graph::ops;
+use graph::builder::Scope;
+use graph::proto::tf::SaverDef;
+use graph::train::saver_graph::SaverNodes;
 use graph::train::{global_variables, VarRef};
-use graph::{DType, Result, Shape, Status, Tensor};
+use graph::{Result, Status, Tensor};
 use kernels::cpu::checkpoint::atomic::{remove_stale_temporaries, write_atomically};
 use kernels::cpu::checkpoint::bundle::{bundle_files, bundle_prefix_of, index_path};
 use kernels::cpu::checkpoint::read_index;
@@ -70,6 +70,11 @@ pub struct SaverOptions {
     pub max_to_keep: usize,
     /// The name scope of the saver's nodes.
     pub name: String,
+    /// Write the graph as a `MetaGraphDef` to `<checkpoint>.meta` beside each
+    /// checkpoint, as TensorFlow's `Saver.save(write_meta_graph=True)` does, so
+    /// that `tf.compat.v1.train.import_meta_graph` rebuilds the graph and its
+    /// saver from the files alone.
+    pub write_meta_graph: bool,
 }
 
 impl Default for SaverOptions {
@@ -78,6 +83,7 @@ impl Default for SaverOptions {
             var_list: None,
             max_to_keep: 5,
             name: "save".into(),
+            write_meta_graph: true,
         }
     }
 }
@@ -103,14 +109,26 @@ impl Default for SaverOptions {
 /// saver.restore(&fresh, &path).unwrap();
 /// assert_eq!(fresh.run(&[], &[&w.value.name()], &[]).unwrap()[0], Tensor::vector(&[1.0f32, 2.0]));
 /// ```
-#[derive(Debug)]
 pub struct Saver {
     vars: Vec<VarRef>,
+    saver_def: SaverDef,
+    /// The graph whose `MetaGraphDef` each save writes (when it writes one).
+    scope: Option<Scope>,
     filename: String,
     save_target: String,
     restore_target: String,
     max_to_keep: usize,
     last: Mutex<Vec<PathBuf>>,
+}
+
+impl std::fmt::Debug for Saver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Saver")
+            .field("saver_def", &self.saver_def)
+            .field("variables", &self.vars.len())
+            .field("write_meta_graph", &self.scope.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Saver {
@@ -122,65 +140,38 @@ impl Saver {
     /// A saver built as `options` say. Two variables of one name, or none at
     /// all, is `InvalidArgument`.
     pub fn with_options(s: &Scope, options: SaverOptions) -> Result<Saver> {
-        let mut vars = match options.var_list {
+        let vars = match options.var_list {
             Some(v) => v,
             None => global_variables(s)?,
         };
-        if vars.is_empty() {
-            return Err(Status::invalid_argument("No variables to save"));
-        }
-        vars.sort_by(|a, b| a.name().cmp(b.name()));
-        for w in vars.windows(2) {
-            if w[0].name() == w[1].name() {
-                return Err(Status::invalid_argument(format!(
-                    "variable '{}' is listed twice",
-                    w[0].name()
-                )));
-            }
-        }
-        let ss = s
-            .without_control_dependencies()
-            .with_name_scope(&options.name);
-        let default = ss
-            .op("Const")
-            .name("filename/input")
-            .attr("dtype", DType::String)
-            .attr("value", Tensor::string_scalar("model"))
-            .build1()?;
-        let filename = ss
-            .op("PlaceholderWithDefault")
-            .name("filename")
-            .input(&default)
-            .attr("shape", Shape::scalar())
-            .build1()?;
-        let names: Vec<String> = vars.iter().map(|v| v.name().to_owned()).collect();
-        let values: Vec<Output> = vars.iter().map(|v| v.read(&ss)).collect::<Result<_>>()?;
-        let save = ops::save_v2(&ss, &filename, &names, &values)?;
-        let save_target = ss
-            .op("Identity")
-            .name("control_dependency")
-            .input(&filename)
-            .control_input(&save)
-            .build()?;
-        let dtypes: Vec<DType> = vars.iter().map(VarRef::dtype).collect();
-        let restored = ops::restore_v2(&ss, &filename, &names, &dtypes)?;
-        let mut assigns = Vec::with_capacity(vars.len());
-        for (v, t) in vars.iter().zip(&restored) {
-            assigns.push(v.assign(&ss, t)?);
-        }
-        let mut b = ss.op("NoOp").name("restore_all");
-        for a in &assigns {
-            b = b.control_input(a);
-        }
-        let restore = b.build()?;
+        let nodes = SaverNodes::build(s, &vars, &options.name)?;
         Ok(Saver {
-            vars,
-            filename: filename.name(),
-            save_target: save_target.name().to_owned(),
-            restore_target: restore.name().to_owned(),
+            saver_def: nodes.saver_def(options.max_to_keep),
+            filename: nodes.filename.name(),
+            save_target: nodes.save.op().name().to_owned(),
+            restore_target: nodes.restore.name().to_owned(),
+            vars: nodes.variables,
             max_to_keep: options.max_to_keep,
+            scope: options.write_meta_graph.then(|| s.clone()),
             last: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The `SaverDef` naming this saver's nodes (what a `MetaGraphDef` records).
+    pub fn saver_def(&self) -> &SaverDef {
+        &self.saver_def
+    }
+
+    /// Writes the graph of `scope` with this saver as a `MetaGraphDef` to
+    /// `path` (atomically), as TensorFlow's `Saver.export_meta_graph`.
+    pub fn export_meta_graph(&self, scope: &Scope, path: impl AsRef<Path>) -> Result<()> {
+        let meta = meta_graph_def(
+            scope,
+            &[],
+            Some(self.saver_def.clone()),
+            &MetaGraphOptions::default(),
+        )?;
+        write_meta_graph(path.as_ref(), &meta)
     }
 
     /// The saved variables, sorted by name.
@@ -228,6 +219,9 @@ impl Saver {
             &[],
             &[&self.save_target],
         )?;
+        if let Some(scope) = &self.scope {
+            self.export_meta_graph(scope, meta_graph_path(&path))?;
+        }
         let (kept, doomed) = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
             last.retain(|p| p != &path);
@@ -242,7 +236,9 @@ impl Saver {
         };
         update_checkpoint_state(&dir, &path, &kept)?;
         for prefix in doomed {
-            for p in bundle_files(&prefix) {
+            let mut files = bundle_files(&prefix);
+            files.push(meta_graph_path(&prefix));
+            for p in files {
                 if let Err(e) = std::fs::remove_file(&p) {
                     if e.kind() != std::io::ErrorKind::NotFound {
                         tracing::warn!(path = %p.display(), error = %e, "could not delete an old checkpoint");
@@ -356,11 +352,18 @@ fn path_to_str(p: &Path) -> Result<&str> {
 
 /// Deletes the temporaries that killed saves under `save_path` left in `dir`:
 /// those of the state file, of `path` and of every `<base>-<step>` checkpoint.
+/// The `.meta` file of the checkpoint at `prefix`.
+pub fn meta_graph_path(prefix: &Path) -> PathBuf {
+    let mut p = prefix.as_os_str().to_owned();
+    p.push(".meta");
+    PathBuf::from(p)
+}
+
 fn remove_stale_save_temporaries(dir: &Path, save_path: &Path, path: &Path) {
     let base = save_path.file_name().and_then(|n| n.to_str());
     let this = path.file_name().and_then(|n| n.to_str());
     let removed = remove_stale_temporaries(dir, |target| {
-        let bundle = bundle_prefix_of(target);
+        let bundle = bundle_prefix_of(target).or_else(|| target.strip_suffix(".meta"));
         target == CHECKPOINT_STATE_FILE
             || (bundle.is_some() && bundle == this)
             || bundle.is_some_and(|p| base.is_some_and(|b| step_in_name(p, b).is_some()))

@@ -7,7 +7,6 @@
 //! abandoned export leaves no half-written model where a server would look.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -269,60 +268,9 @@ impl SavedModelBuilder {
                 sorted.join(" ")
             )));
         }
-        let assets = self.copy_assets(&options.assets)?;
-        let mut graph_def = graph_def_to_tf_proto(&scope.graph_def());
-        if options.clear_devices {
-            for n in &mut graph_def.node {
-                n.device.clear();
-            }
-        }
-        let mut collection_def = BTreeMap::new();
-        for (key, names) in scope.collections() {
-            // TensorFlow records variables as VariableDef messages, which a
-            // loader rebuilds Python objects from; a list of node names there
-            // would mislead it, and no loader needs them to restore or serve.
-            if [GLOBAL_VARIABLES, TRAINABLE_VARIABLES, LOCAL_VARIABLES].contains(&key.as_str()) {
-                continue;
-            }
-            collection_def.insert(key, node_list(names));
-        }
-        if let Some(op) = &options.main_op {
-            if scope.find_operation(op).is_none() {
-                return Err(Status::not_found(format!(
-                    "the main op '{op}' is not in the graph"
-                )));
-            }
-            collection_def.insert(MAIN_OP_KEY.to_owned(), node_list(vec![op.clone()]));
-        }
-        for (k, sig) in &options.signatures {
-            for (what, specs) in [("input", &sig.inputs), ("output", &sig.outputs)] {
-                for (key, spec) in specs {
-                    let node = spec.name.split(':').next().unwrap_or_default();
-                    if scope.find_operation(node).is_none() {
-                        return Err(Status::not_found(format!(
-                            "{what} '{key}' of signature '{k}' names tensor '{}', which is not in the graph",
-                            spec.name
-                        )));
-                    }
-                }
-            }
-        }
-        self.proto.meta_graphs.push(MetaGraphDef {
-            meta_info_def: Some(MetaInfoDef {
-                meta_graph_version: format!("actorflow {}", env!("CARGO_PKG_VERSION")),
-                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-                ..MetaInfoDef::default()
-            }),
-            graph_def: Some(graph_def),
-            saver_def,
-            collection_def,
-            signature_def: options
-                .signatures
-                .iter()
-                .map(|(k, s)| (k.clone(), s.to_proto()))
-                .collect(),
-            asset_file_def: assets,
-        });
+        let mut meta = meta_graph_def(scope, tags, saver_def, &options)?;
+        meta.asset_file_def = self.copy_assets(&options.assets)?;
+        self.proto.meta_graphs.push(meta);
         Ok(())
     }
 
@@ -330,29 +278,17 @@ impl SavedModelBuilder {
     fn copy_assets(&self, assets: &[(String, PathBuf)]) -> Result<Vec<AssetFileDef>> {
         let mut defs = Vec::with_capacity(assets.len());
         for (tensor, file) in assets {
-            let name = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .ok_or_else(|| {
-                    Status::invalid_argument(format!("asset '{}' is not a file", file.display()))
-                })?;
+            let def = asset_file_def(tensor, file)?;
             let dir = self.staging.join(ASSETS_DIRECTORY);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Status::from(e).context(format!("creating {}", dir.display())))?;
-            let dest = dir.join(&name);
+            let dest = dir.join(&def.filename);
             if !dest.exists() {
                 std::fs::copy(file, &dest).map_err(|e| {
                     Status::from(e).context(format!("copying asset {}", file.display()))
                 })?;
             }
-            defs.push(AssetFileDef {
-                tensor_info: Some(TensorInfo {
-                    encoding: Some(tensor_info::Encoding::Name(tensor.clone())),
-                    dtype: DType::String.tf_enum(),
-                    tensor_shape: Some(Default::default()),
-                }),
-                filename: name,
-            });
+            defs.push(def);
         }
         Ok(defs)
     }
@@ -367,7 +303,7 @@ impl SavedModelBuilder {
         }
         let bytes = self.proto.encode_to_vec();
         write_atomically(&self.staging.join(SAVED_MODEL_FILENAME_PB), false, |w| {
-            Ok(w.write_all(&bytes)?)
+            Ok(std::io::Write::write_all(w, &bytes)?)
         })?;
         // An empty export directory (allowed by `new`) is replaced.
         if self.export_dir.is_dir() {
@@ -393,6 +329,115 @@ impl Drop for SavedModelBuilder {
             let _ = std::fs::remove_dir_all(&self.staging);
         }
     }
+}
+
+/// The `MetaGraphDef` of `scope`'s graph as it is now, tagged `tags`: the
+/// graph, `saver_def`, the scope's collections (but the variable collections,
+/// which TensorFlow records as `VariableDef`s that a loader rebuilds Python
+/// objects from, and which no loader needs to restore or serve), the main op,
+/// the signatures and the assets of `options` (`AssetFileDef`s naming each
+/// file's base name; copying the files is the caller's part). What a
+/// checkpoint's `.meta` file and each meta graph of a SavedModel hold. A main
+/// op or signature tensor missing from the graph is `NotFound`.
+pub fn meta_graph_def(
+    scope: &Scope,
+    tags: &[&str],
+    saver_def: Option<SaverDef>,
+    options: &MetaGraphOptions,
+) -> Result<MetaGraphDef> {
+    let mut graph_def = graph_def_to_tf_proto(&scope.graph_def());
+    if options.clear_devices {
+        for n in &mut graph_def.node {
+            n.device.clear();
+        }
+    }
+    let mut collection_def = BTreeMap::new();
+    for (key, names) in scope.collections() {
+        if [GLOBAL_VARIABLES, TRAINABLE_VARIABLES, LOCAL_VARIABLES].contains(&key.as_str()) {
+            continue;
+        }
+        collection_def.insert(key, node_list(names));
+    }
+    if let Some(op) = &options.main_op {
+        if scope.find_operation(op).is_none() {
+            return Err(Status::not_found(format!(
+                "the main op '{op}' is not in the graph"
+            )));
+        }
+        collection_def.insert(MAIN_OP_KEY.to_owned(), node_list(vec![op.clone()]));
+    }
+    for (k, sig) in &options.signatures {
+        for (what, specs) in [("input", &sig.inputs), ("output", &sig.outputs)] {
+            for (key, spec) in specs {
+                let node = spec.name.split(':').next().unwrap_or_default();
+                if scope.find_operation(node).is_none() {
+                    return Err(Status::not_found(format!(
+                        "{what} '{key}' of signature '{k}' names tensor '{}', which is not in the graph",
+                        spec.name
+                    )));
+                }
+            }
+        }
+    }
+    let asset_file_def = options
+        .assets
+        .iter()
+        .map(|(tensor, file)| asset_file_def(tensor, file))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(MetaGraphDef {
+        meta_info_def: Some(MetaInfoDef {
+            meta_graph_version: format!("actorflow {}", env!("CARGO_PKG_VERSION")),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            ..MetaInfoDef::default()
+        }),
+        graph_def: Some(graph_def),
+        saver_def,
+        collection_def,
+        signature_def: options
+            .signatures
+            .iter()
+            .map(|(k, s)| (k.clone(), s.to_proto()))
+            .collect(),
+        asset_file_def,
+    })
+}
+
+/// Writes `meta` to `path` in binary form, atomically (a checkpoint's `.meta`
+/// file).
+pub fn write_meta_graph(path: &Path, meta: &MetaGraphDef) -> Result<()> {
+    let bytes = meta.encode_to_vec();
+    write_atomically(path, false, |w| Ok(std::io::Write::write_all(w, &bytes)?))
+}
+
+/// Reads a binary `MetaGraphDef` (a checkpoint's `.meta` file, written by
+/// actorflow or TensorFlow); a damaged file is `DataLoss` naming it.
+pub fn read_meta_graph(path: &Path) -> Result<MetaGraphDef> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Status::from(e).context(format!("reading {}", path.display())))?;
+    MetaGraphDef::decode(bytes.as_slice()).map_err(|e| {
+        Status::data_loss(format!(
+            "cannot parse {} as a MetaGraphDef: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The `AssetFileDef` of `file` fed to `tensor`: the file's base name.
+fn asset_file_def(tensor: &str, file: &Path) -> Result<AssetFileDef> {
+    let filename = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            Status::invalid_argument(format!("asset '{}' is not a file", file.display()))
+        })?;
+    Ok(AssetFileDef {
+        tensor_info: Some(TensorInfo {
+            encoding: Some(tensor_info::Encoding::Name(tensor.to_owned())),
+            dtype: DType::String.tf_enum(),
+            tensor_shape: Some(Default::default()),
+        }),
+        filename,
+    })
 }
 
 fn node_list(names: Vec<String>) -> CollectionDef {

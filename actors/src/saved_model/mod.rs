@@ -47,7 +47,9 @@ use prost::Message;
 use crate::session::state::SessionOptions;
 use crate::Session;
 
-pub use builder::{MetaGraphOptions, SavedModelBuilder};
+pub use builder::{
+    meta_graph_def, read_meta_graph, write_meta_graph, MetaGraphOptions, SavedModelBuilder,
+};
 pub use signature::{Signature, TensorSpec};
 
 /// The file holding the SavedModel proto.
