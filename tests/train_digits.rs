@@ -107,6 +107,7 @@ fn a_killed_run_resumes_from_its_last_checkpoint() {
     assert_eq!(p.len(), labels.len() * example::CLASSES);
     let row: f32 = p[..example::CLASSES].iter().sum();
     assert!((row - 1.0).abs() < 1e-5, "{row}");
+    tensorflow_serves_the_export(&export, &images_json(&cfg), classes);
 
     // Started again after it finished: restored at its last step, nothing to run.
     let m = example::build(&cfg).unwrap();
@@ -185,4 +186,52 @@ fn a_run_killed_with_sigkill_resumes_with_its_global_step() {
     assert_eq!(more.len(), 20);
     assert_eq!(sess.global_step(), saved + 20);
     sess.close().unwrap();
+}
+
+/// The first 50 test images as `{"images": [[…64 pixels…], …]}`.
+fn images_json(cfg: &example::Config) -> String {
+    let (px, _) = example::load_csv(&example::shards(&cfg.data_dir, "test").unwrap()).unwrap();
+    let rows: Vec<&[f32]> = px.chunks(example::PIXELS).take(50).collect();
+    serde_json::json!({ "images": rows }).to_string()
+}
+
+/// TensorFlow 2.21 (when `ACTORFLOW_TF_PYTHON` names one) loads the exported
+/// SavedModel with both of its loaders and classifies as actorflow did.
+fn tensorflow_serves_the_export(export: &std::path::Path, inputs: &str, classes: &[i64]) {
+    let py = match std::env::var("ACTORFLOW_TF_PYTHON") {
+        Ok(p) if std::path::Path::new(&p).exists() => p,
+        _ => {
+            eprintln!("SKIPPED: TensorFlow serving the export needs ACTORFLOW_TF_PYTHON");
+            return;
+        }
+    };
+    let dir = TempDir::new("tf-serves");
+    let json = dir.0.join("inputs.json");
+    std::fs::write(&json, inputs).unwrap();
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tf_interop/saved_model_peer.py");
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .arg("saved_model")
+        .arg(export)
+        .args(["serve", "serving_default"])
+        .arg(&json)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "TensorFlow could not serve the export"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    for api in ["v1", "v2"] {
+        let theirs: Vec<i64> = got[api]["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_i64().unwrap())
+            .collect();
+        assert_eq!(theirs, classes[..50], "{api}");
+    }
 }
