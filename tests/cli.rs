@@ -228,16 +228,13 @@ fn run_tensorflow_graphs() {
         "3",
     ]);
     assert_eq!(text, "");
-    // A graph with features actorflow lacks is rejected with every problem.
+    // A graph with a feature actorflow lacks (a complex64 constant) is rejected.
     let err = fails(
-        &["run", &tf_fixture("functions.pb"), "--fetch", "out"],
-        3,
-        "INVALID_ARGUMENT",
+        &["run", &tf_fixture("complex.pb"), "--fetch", "out"],
+        12,
+        "UNIMPLEMENTED",
     );
-    assert!(
-        err.contains("PartitionedCall") && err.contains("not registered"),
-        "{err}"
-    );
+    assert!(err.contains("DT_COMPLEX64"), "{err}");
 }
 
 /// x (CPU:0) → y = 2x (CPU:0) → z = y + 1 (CPU:1) → w = z·z (CPU:0).

@@ -52,6 +52,7 @@
 
 pub mod attr;
 pub mod convert;
+pub mod inline;
 pub mod tensor;
 pub mod validate;
 
@@ -108,13 +109,23 @@ impl ImportOptions {
 /// Imports a decoded TensorFlow `GraphDef`; see the module docs.
 pub fn graph_def_from_tf_proto(p: &pb::GraphDef, opts: &ImportOptions) -> Result<GraphDef> {
     let mut problems = validate::Problems::default();
-    let c = convert::graph_from_proto(p, opts, &mut problems);
-    if opts.validate {
+    let mut c = convert::graph_from_proto(p, opts, &mut problems);
+    let before = problems.len();
+    let registry = OpRegistry::global();
+    inline::inline_functions(
+        &mut c.graph,
+        p.library.as_ref(),
+        opts,
+        registry,
+        &mut problems,
+    );
+    // A failed inlining leaves calls half done: validating them would only add noise.
+    if opts.validate && problems.len() == before {
         validate::validate(
             &c.graph,
             &c.functions,
             &c.converted_badly,
-            OpRegistry::global(),
+            registry,
             &mut problems,
         );
     }

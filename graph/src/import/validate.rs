@@ -50,6 +50,11 @@ impl Problems {
         });
     }
 
+    /// How many problems were recorded.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
     /// Records a problem that concerns no single node.
     pub(crate) fn graph(&mut self, code: Code, what: impl Into<String>) {
         self.list.push(Problem {
@@ -113,12 +118,13 @@ fn kind_matches(ty: &AttrType, v: &AttrValue) -> bool {
 }
 
 /// Checks `g` against `registry`; `functions` are the names the graph's library
-/// defines and `converted_badly` the nodes whose attributes failed to convert
-/// (their op validation is skipped, its complaints would only repeat those).
+/// defines and `converted_badly` the names of nodes whose attributes failed to
+/// convert (their op validation is skipped, its complaints would only repeat
+/// those).
 pub(crate) fn validate(
     g: &GraphDef,
     functions: &BTreeSet<String>,
-    converted_badly: &HashSet<usize>,
+    converted_badly: &HashSet<String>,
     registry: &OpRegistry,
     problems: &mut Problems,
 ) {
@@ -138,12 +144,11 @@ pub(crate) fn validate(
     let sigs: Vec<Option<NodeSignature>> = g
         .node
         .iter()
-        .enumerate()
-        .map(|(i, n)| {
+        .map(|n| {
             check_node(
                 n,
                 functions,
-                converted_badly.contains(&i),
+                converted_badly.contains(&n.name),
                 registry,
                 problems,
             )
