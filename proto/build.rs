@@ -3,8 +3,10 @@
 //! `FileDescriptorSet`, and tonic-prost-build turns that into prost messages and
 //! tonic clients and servers, written to `OUT_DIR` and included by `src/lib.rs`.
 //! The same descriptors, without their source comments, are written to
-//! `OUT_DIR/descriptors.bin` for `src/text.rs`: the text format reads and writes
-//! every message by reflection over them, so the two can never disagree.
+//! `OUT_DIR/descriptors.bin` for `src/text/`: the text format reads and writes
+//! every message by reflection over them, so the two can never disagree. The
+//! one difference is [`NOT_GENERATED`]: fields declared for the text format that
+//! the generated structs leave out.
 
 use std::path::Path;
 
@@ -15,8 +17,10 @@ const PROTOS: &[&str] = &[
     "tensorflow/core/framework/attr_value.proto",
     "tensorflow/core/framework/cost_graph.proto",
     "tensorflow/core/framework/device_attributes.proto",
+    "tensorflow/core/framework/full_type.proto",
     "tensorflow/core/framework/function.proto",
     "tensorflow/core/framework/graph.proto",
+    "tensorflow/core/framework/graph_debug_info.proto",
     "tensorflow/core/framework/node_def.proto",
     "tensorflow/core/framework/op_def.proto",
     "tensorflow/core/framework/resource_handle.proto",
@@ -63,11 +67,26 @@ const BOXED: &[&str] = &[
     ".tensorflow.Summary.Value.value.tensor",
 ];
 
+/// Fields TensorFlow writes that actorflow neither reads nor writes (debug
+/// information, full types): declared, so that the text format accepts
+/// TensorFlow's files (it refuses undeclared fields, as TensorFlow does), but
+/// left out of the generated structs, so that decoding drops them, binary and
+/// text alike, and the code that builds these messages need not know them.
+const NOT_GENERATED: &[&str] = &[
+    ".tensorflow.GraphDef.debug_info",
+    ".tensorflow.NodeDef.experimental_debug_info",
+    ".tensorflow.NodeDef.experimental_type",
+    ".tensorflow.OpDef.ArgDef.experimental_full_type",
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new("protos");
     println!("cargo:rerun-if-changed={}", root.display());
-    let fds = protox::compile(PROTOS, [root])?;
+    let mut fds = protox::compile(PROTOS, [root])?;
     write_descriptors(&fds)?;
+    for path in NOT_GENERATED {
+        remove_field(&mut fds, path)?;
+    }
     let mut builder = tonic_prost_build::configure()
         // The servers and clients use only tonic's codegen, not its transport:
         // the crates that serve or call enable that themselves.
@@ -90,7 +109,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Writes the descriptors for `src/text.rs`, without source comments (they
+/// Removes the field `path` (`.package.Message.field`, nested messages
+/// included) from the descriptors; an error if there is none, so that
+/// [`NOT_GENERATED`] names only fields that exist.
+fn remove_field(fds: &mut tonic_prost_build::FileDescriptorSet, path: &str) -> Result<(), String> {
+    let missing = || format!("NOT_GENERATED names {path}, which no .proto file declares");
+    let (message, field) = path.rsplit_once('.').ok_or_else(missing)?;
+    for file in &mut fds.file {
+        let package = format!(".{}.", file.package());
+        let Some(names) = message.strip_prefix(&package) else {
+            continue;
+        };
+        let mut names = names.split('.');
+        let first = names.next().ok_or_else(missing)?;
+        let mut m = file.message_type.iter_mut().find(|m| m.name() == first);
+        for name in names {
+            m = m.and_then(|m| m.nested_type.iter_mut().find(|n| n.name() == name));
+        }
+        if let Some(m) = m {
+            let before = m.field.len();
+            m.field.retain(|f| f.name() != field);
+            if m.field.len() < before {
+                return Ok(());
+            }
+        }
+    }
+    Err(missing())
+}
+
+/// Writes the descriptors for `src/text/`, without source comments (they
 /// would triple the size of what the library embeds).
 fn write_descriptors(fds: &tonic_prost_build::FileDescriptorSet) -> std::io::Result<()> {
     use prost::Message;

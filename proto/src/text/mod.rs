@@ -16,8 +16,10 @@
 //!   [`write`]), which TensorFlow's parsers and [`from_text`] read back.
 //!
 //! A message converts between its generated type and reflection through its
-//! binary encoding; fields the descriptors declare but the generated type
-//! lacks cannot exist, since both come from the same `.proto` files.
+//! binary encoding. Both come from the same `.proto` files, except for the few
+//! fields `build.rs` declares for the text format but leaves out of the
+//! generated structs (`NOT_GENERATED`: TensorFlow's debug information and full
+//! types): those are read and dropped, as binary decoding drops them.
 //!
 //! ```
 //! use actorflow_proto::tensorflow::CheckpointState;

@@ -1,12 +1,20 @@
-//! The protobuf text format (`.pbtxt`) of TensorFlow's [`GraphDef`], hand-written:
-//! [`parse_graph_def`] reads what TensorFlow's `text_format` / `TextFormat` write
-//! (nested messages in `{}` or `<>`, repeated fields repeated or as `[a, b]` lists,
-//! `attr` map entries, `DT_*` enum names or numbers, C-style string escapes,
-//! adjacent string literals, `#` comments), and [`write_graph_def`] writes the layout
-//! TensorFlow's Python prints.
+//! The protobuf text format (`.pbtxt`) of TensorFlow's [`GraphDef`]: the
+//! workspace's one text-format implementation, [`proto::text`]
+//! (reflection over the descriptors the messages are generated from), with
+//! errors as `InvalidArgument` statuses.
 //!
-//! The parser never panics: malformed input is an `InvalidArgument` status naming
-//! the line and column, and nesting is limited to [`MAX_DEPTH`] messages.
+//! [`parse_graph_def`] reads what TensorFlow's `text_format` / `TextFormat`
+//! write: nested messages in `{}` or `<>`, repeated fields repeated or as
+//! `[a, b]` lists, `attr` map entries, `DT_*` enum names or numbers, C-style
+//! string escapes, adjacent string literals, `inf`/`nan`, `#` comments. As in
+//! TensorFlow, a field the `.proto` files do not declare, or a singular field
+//! given twice, is an error; they declare every field TensorFlow writes in a
+//! `GraphDef`, and its debug information and full types
+//! (`experimental_type`, …) are read and dropped. [`write_graph_def`] writes
+//! what TensorFlow's Python prints, byte for byte.
+//!
+//! The parser never panics: malformed input is an error naming the line and
+//! column, and nesting is limited to [`MAX_DEPTH`] messages.
 //!
 //! ```
 //! use actorflow_graph::proto::text::{parse_graph_def, write_graph_def};
@@ -21,26 +29,20 @@
 //! assert!(parse_graph_def("node { name: ").is_err());
 //! ```
 
-mod lexer;
-mod parse;
-mod reader;
-mod write;
-
-pub use reader::MAX_DEPTH;
-pub use write::escape_bytes;
+pub use ::proto::text::{escape_bytes, MAX_DEPTH};
 
 use crate::proto::graph::GraphDef;
-use crate::Result;
+use crate::{Result, Status};
 
 /// Parses a `GraphDef` from the text format; see the module docs.
 pub fn parse_graph_def(text: &str) -> Result<GraphDef> {
-    let mut r = reader::Reader::new(text);
-    parse::graph_def(&mut r, None)
+    ::proto::text::from_text(text)
+        .map_err(|e| Status::invalid_argument(format!("text format, {e}")).with_source(e))
 }
 
 /// Writes a `GraphDef` in the text format; see the module docs.
 pub fn write_graph_def(g: &GraphDef) -> String {
-    write::graph_def(g)
+    ::proto::text::to_text(g)
 }
 
 #[cfg(test)]
