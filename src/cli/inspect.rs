@@ -151,7 +151,7 @@ pub fn main(args: &InspectArgs) -> Result<()> {
     if actorflow::kernels::cpu::checkpoint::bundle::index_path(path).is_file() {
         return inspect_checkpoint(path);
     }
-    if path.is_dir() {
+    if super::run::is_saved_model_path(path) {
         return inspect_saved_model(path);
     }
     let graph = args.graph.load()?;

@@ -227,6 +227,15 @@ pub fn report(args: &RunArgs, outputs: &[Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `path` is meant as a SavedModel: a directory holding one, or any
+/// directory not named like a graph file (whose error then says what a
+/// SavedModel directory lacks).
+pub fn is_saved_model_path(path: &std::path::Path) -> bool {
+    path.is_dir()
+        && (saved_model::maybe_saved_model_directory(path)
+            || actorflow::GraphFormat::of_path(path).is_err())
+}
+
 /// The flags of one mode used in the other: an error naming them.
 fn misused(flags: &[(&str, bool)], mode: &str) -> Result<()> {
     let used: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
@@ -287,7 +296,7 @@ fn run_saved_model(args: &RunArgs) -> Result<()> {
 
 /// `actorflow run`.
 pub fn main(args: &RunArgs) -> Result<()> {
-    if args.graph.graph.is_dir() {
+    if is_saved_model_path(&args.graph.graph) {
         return run_saved_model(args);
     }
     misused(
