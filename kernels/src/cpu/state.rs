@@ -259,7 +259,12 @@ struct DisableCopyOnReadKernel;
 impl OpKernel for DisableCopyOnReadKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let h = handle(ctx)?;
-        match ctx.step().device.resources.lookup::<Var>(&h.container, &h.name) {
+        match ctx
+            .step()
+            .device
+            .resources
+            .lookup::<Var>(&h.container, &h.name)
+        {
             Ok(_) => Ok(()),
             Err(e) => Err(Status::failed_precondition(format!(
                 "Could not find variable {}. This could mean that the variable has been deleted. \
