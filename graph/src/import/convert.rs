@@ -8,7 +8,7 @@
 //! (colocation) and every other `_`-prefixed attribute, keeps or clears devices as
 //! [`ImportOptions::clear_devices`] says, and records each attribute that fails to
 //! convert as a problem of its node instead of stopping at the first. Function
-//! bodies convert node by node the same way ([`node_from_proto`]), when a call
+//! bodies convert node by node the same way (`node_from_proto`), when a call
 //! needs them. The library's function names are returned for validation.
 //! Exporting is the reverse and cannot fail.
 

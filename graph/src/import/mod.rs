@@ -14,12 +14,18 @@
 //!   TensorFlow's tensor representations; `_output_shapes` is dropped, `_class` and
 //!   other `_` attributes are kept, devices are kept unless
 //!   [`ImportOptions::clear_devices`].
-//! - Validation ([`validate`], on by default): every problem in the graph — unknown
-//!   ops, attributes the op lacks or of the wrong kind, dangling inputs, calls to
-//!   library functions, unsupported dtypes — is collected and returned in one
-//!   status, one line per problem (`node 'x' (op Y): …`). Its code is `NotFound`
-//!   when the only problems are unknown ops, `Unimplemented` when they are only
-//!   unsupported dtypes, and `InvalidArgument` otherwise.
+//! - Function libraries ([`inline`]): every call of a function of the graph's
+//!   `FunctionDefLibrary` (`StatefulPartitionedCall`, `PartitionedCall`, a node
+//!   whose op is a function) is inlined, recursively, and functional control flow
+//!   (`If`, `While`) is lowered to `Switch`/`Merge` and loop frames, so that the
+//!   graph is flat and runnable; functions nothing calls are ignored.
+//! - Validation ([`validate`], on by default): every problem in the flat graph —
+//!   unknown ops, attributes the op lacks or of the wrong kind, dangling inputs,
+//!   other uses of library functions, unsupported dtypes — is collected and
+//!   returned in one status, one line per problem (`node 'x' (op Y): …`). Its
+//!   code is `NotFound` when the only problems are unknown ops, `Unimplemented`
+//!   when they are only unsupported dtypes, and `InvalidArgument` otherwise. A
+//!   graph whose calls cannot be inlined reports only that.
 //!
 //! Exporting ([`graph_def_to_tf_bytes`], [`graph_def_to_tf_text`],
 //! [`save_graph_def`]) writes graphs TensorFlow's `import_graph_def` loads.

@@ -1,7 +1,8 @@
 //! Whole-graph checks of an imported graph, reported all at once: `Problems`
 //! collects every problem with the node it concerns, and `validate` finds them —
 //! empty and duplicate node names, nodes calling or referring to functions of the
-//! graph's library (actorflow has no graph functions), ops the registry does not
+//! graph's library that inlining left (a `func` attribute of an op that is not a
+//! call: actorflow runs no function at run time), ops the registry does not
 //! know, attributes the op does not define or of the wrong kind, what the op's own
 //! validation finds (missing required attributes, disallowed types, input counts),
 //! malformed and dangling inputs, inputs reading an output the producer lacks, and

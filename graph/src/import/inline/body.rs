@@ -1,5 +1,6 @@
 //! One call's copy of a function body: TensorFlow's `InstantiateFunction` and the
 //! renaming half of `InlineFunctionBody`. Each body node becomes `<caller>/<node>`
+//! (`<caller>_1/<node>` … should that name be taken)
 //! with its attribute placeholders bound from the call's attributes, its device
 //! its own (the caller's filling what it leaves unset) or else the caller's, its
 //! `_class` colocations and `Enter` frame names renamed with it, and its inputs
@@ -26,8 +27,10 @@ use crate::{AttrValue, DeviceName, NodeDef, Result, Status};
 
 /// What a body copy needs to know about its call.
 pub(super) struct Call<'a> {
-    /// The call node's name: the prefix of every body node.
+    /// The call node's name.
     pub name: &'a str,
+    /// What every body node's name is prefixed with (`<caller>/`).
+    pub prefix: &'a str,
     /// The call node's device.
     pub device: &'a str,
     /// The attributes placeholders are bound from.
@@ -75,7 +78,7 @@ pub(super) fn copy_body<'a>(
     registry: &OpRegistry,
     signature: &dyn Fn(&str) -> Option<&'a pb::OpDef>,
 ) -> std::result::Result<Copy, NodeError> {
-    let prefix = format!("{}/", call.name);
+    let prefix = call.prefix.to_owned();
     let fname = f.sig.name.as_str();
     let err = |n: &NodeDef, status: Status| NodeError {
         node: format!("{prefix}{}", n.name),

@@ -143,8 +143,9 @@ impl<'a> Library<'a> {
 
     /// An estimate of how many nodes inlining one call of `name` makes: its body,
     /// an Identity per argument and result, the auxiliary NoOps and the node left
-    /// in the call's place, and the same for every call it makes (saturating; a
-    /// cycle counts once, expanding it is an error anyway). Computed from the
+    /// in the call's place, and the same for every call it makes, functional
+    /// control flow's included (saturating; a cycle counts once, expanding it is
+    /// an error anyway). Computed from the
     /// protos, so that a graph that would explode is refused before it is built.
     pub fn inlined_size(&self, name: &str, memo: &mut HashMap<String, u64>) -> u64 {
         if let Some(&n) = memo.get(name) {
@@ -158,18 +159,20 @@ impl<'a> Library<'a> {
         let args = sig.map_or(0, |s| s.input_arg.len() + s.output_arg.len());
         let mut n = (def.node_def.len() + args + 4) as u64;
         for node in &def.node_def {
-            let callee = if CALL_OPS.contains(&node.op.as_str()) {
-                match node.attr.get("f").and_then(|a| a.value.as_ref()) {
-                    Some(crate::proto::attr::AttrValueKind::Func(f)) => Some(f.name.as_str()),
-                    _ => None,
+            if self.defs.contains_key(node.op.as_str()) {
+                n = n.saturating_add(self.inlined_size(&node.op, memo));
+                continue;
+            }
+            // Call ops and functional control flow: every function an attribute
+            // names (`f`; `then_branch`, `else_branch`; `cond`, `body`), and the
+            // lowering's own nodes.
+            for a in node.attr.values() {
+                if let Some(crate::proto::attr::AttrValueKind::Func(f)) = &a.value {
+                    let lowering = 4 * node.input.len() as u64 + 8;
+                    n = n
+                        .saturating_add(self.inlined_size(&f.name, memo))
+                        .saturating_add(lowering);
                 }
-            } else {
-                self.defs
-                    .contains_key(node.op.as_str())
-                    .then_some(node.op.as_str())
-            };
-            if let Some(c) = callee {
-                n = n.saturating_add(self.inlined_size(c, memo));
             }
         }
         memo.insert(name.to_owned(), n);

@@ -4,11 +4,14 @@
 //! function's name) becomes one flat graph of ordinary ops, recursively, before
 //! validation, as TensorFlow's `InlineFunctionBody` does before it runs a graph.
 //!
-//! - [`library`] — which nodes are calls, function bodies converted on first use,
+//! - `library` — which nodes are calls, function bodies converted on first use,
 //!   argument lists expanded from the call's attributes.
-//! - [`body`] — one call's renamed copy of a body (`<caller>/<node>`), inputs
+//! - `body` — one call's renamed copy of a body (`<caller>/<node>`), inputs
 //!   rewritten from the function form (`arg`, `node:out:i`, `^node`) to graph
 //!   tensors, placeholders bound, devices inherited.
+//! - `lower` — functional control flow (`If`, `While` and their stateless
+//!   forms) lowered to `Switch`/`Merge` and `Enter`/`Exit`/`NextIteration`/
+//!   `LoopCond` around calls of its branch, condition and body functions.
 //!
 //! A call `c` with inputs `x_0 … x_{n-1}` and control inputs `^d…` becomes:
 //!
@@ -59,6 +62,7 @@
 
 mod body;
 mod library;
+mod lower;
 
 pub(crate) use library::CALL_OPS;
 
@@ -91,7 +95,7 @@ pub(crate) fn inline_functions(
     problems: &mut Problems,
 ) {
     let (lib, errors) = Library::new(library, opts);
-    if !g.node.iter().any(|n| lib.is_call(n)) {
+    if !g.node.iter().any(|n| lib.is_call(n) || is_functional(n)) {
         return;
     }
     for e in errors {
@@ -114,11 +118,7 @@ pub(crate) fn inline_functions(
         over_budget: false,
     };
     for n in std::mem::take(&mut g.node) {
-        if inliner.lib.is_call(&n) {
-            inliner.expand(n);
-        } else {
-            inliner.push(n);
-        }
+        inliner.emit(n);
     }
     inliner.read_outputs();
     g.node = inliner.out;
@@ -136,7 +136,8 @@ struct Inliner<'a, 'p> {
     devices: HashMap<String, String>,
     /// [`Library::inlined_size`]'s estimates, by function.
     sizes: HashMap<String, u64>,
-    /// Each inlined call's output Identities and function name, by call name.
+    /// What readers of each inlined call's (or lowered op's) outputs read
+    /// instead, and what it was, by node name.
     outputs: HashMap<String, (Vec<String>, String)>,
     /// The functions being inlined, outermost first.
     stack: Vec<String>,
@@ -158,16 +159,47 @@ impl Inliner<'_, '_> {
         self.out.push(n);
     }
 
+    /// Adds `n` to the flat graph: inlined if it is a call, lowered if it is
+    /// functional control flow, as it is otherwise. Whether it has side effects
+    /// (a stateful op, or a call or lowered op whose functions have some), or
+    /// `None` after recording a problem.
+    fn emit(&mut self, n: NodeDef) -> Option<bool> {
+        if self.lib.is_call(&n) {
+            return self.expand(n);
+        }
+        if is_functional(&n) {
+            return self.lower(n);
+        }
+        let stateful = self.registry.lookup(&n.op).is_ok_and(|d| d.is_stateful);
+        self.push(n);
+        Some(stateful)
+    }
+
+    /// Lowers functional op `n` (see `lower`) and inlines the calls it makes.
+    fn lower(&mut self, n: NodeDef) -> Option<bool> {
+        let lib = &self.lib;
+        let used = &mut self.used;
+        let mut fresh = |base: String| fresh_name(used, base);
+        let lowered = match lower::lower(&n, &|f| lib.signature(f).is_some(), &mut fresh) {
+            Ok(l) => l,
+            Err(e) => {
+                self.fail(&n.name, &n.op, &e);
+                return None;
+            }
+        };
+        let mut side_effects = false;
+        for m in lowered.nodes {
+            side_effects |= self.emit(m)?;
+        }
+        self.push(lowered.stand_in);
+        let what = format!("the {} '{}'", n.op, n.name);
+        self.outputs.insert(n.name, (lowered.outputs, what));
+        Some(side_effects)
+    }
+
     /// A node name no node has, `base` if free.
     fn fresh(&mut self, base: String) -> String {
-        let mut name = base.clone();
-        let mut i = 0;
-        while self.used.contains(&name) {
-            i += 1;
-            name = format!("{base}_{i}");
-        }
-        self.used.insert(name.clone());
-        name
+        fresh_name(&mut self.used, base)
     }
 
     fn fail(&mut self, name: &str, op: &str, e: &Status) {
@@ -322,9 +354,29 @@ impl Inliner<'_, '_> {
             self.push(noop(r.clone(), &identities));
             Some(r)
         };
-        // The body.
+        // The body, under `<caller>/` unless a node has a name it would make
+        // (then `<caller>_1/` …); its names are taken at once, before nested calls
+        // make theirs.
+        let mut k = 0;
+        let prefix = loop {
+            let p = match k {
+                0 => format!("{name}/"),
+                k => format!("{name}_{k}/"),
+            };
+            if f.body
+                .iter()
+                .all(|n| !self.used.contains(&format!("{p}{}", n.name)))
+            {
+                break p;
+            }
+            k += 1;
+        };
+        for n in &f.body {
+            self.used.insert(format!("{prefix}{}", n.name));
+        }
         let c = Call {
             name: &name,
+            prefix: &prefix,
             device: &call.device,
             attrs,
             args,
@@ -341,16 +393,9 @@ impl Inliner<'_, '_> {
         };
         let mut side_effects: Vec<String> = copy.control_rets;
         for n in copy.nodes {
-            if self.lib.is_call(&n) {
-                let node_name = n.name.clone();
-                if self.expand(n)? {
-                    side_effects.push(node_name);
-                }
-            } else {
-                if self.registry.lookup(&n.op).is_ok_and(|d| d.is_stateful) {
-                    side_effects.push(n.name.clone());
-                }
-                self.push(n);
+            let node_name = n.name.clone();
+            if self.emit(n)? {
+                side_effects.push(node_name);
             }
         }
         // Outputs.
@@ -387,10 +432,11 @@ impl Inliner<'_, '_> {
             }
         };
         self.push(stand_in);
-        self.outputs.insert(
-            name,
-            (outputs, self.stack.last().cloned().unwrap_or_default()),
+        let what = format!(
+            "the call to function '{}'",
+            self.stack.last().map(String::as_str).unwrap_or_default()
         );
+        self.outputs.insert(name, (outputs, what));
         Some(has_side_effects)
     }
 
@@ -417,7 +463,7 @@ impl Inliner<'_, '_> {
                         n.name.clone(),
                         n.op.clone(),
                         format!(
-                            "input '{s}' reads output {} of the call to function '{f}', which has {} output(s)",
+                            "input '{s}' reads output {} of {f}, which has {} output(s)",
                             t.port,
                             outs.len()
                         ),
@@ -429,6 +475,23 @@ impl Inliner<'_, '_> {
             self.problems.node(&node, &op, Code::InvalidArgument, what);
         }
     }
+}
+
+/// A name not in `used`, `base` if free, else `base_1`, `base_2` …; taken.
+fn fresh_name(used: &mut HashSet<String>, base: String) -> String {
+    let mut name = base.clone();
+    let mut i = 0;
+    while used.contains(&name) {
+        i += 1;
+        name = format!("{base}_{i}");
+    }
+    used.insert(name.clone());
+    name
+}
+
+/// True when `n` is functional control flow to lower.
+fn is_functional(n: &NodeDef) -> bool {
+    lower::FUNCTIONAL_OPS.contains(&n.op.as_str())
 }
 
 fn too_big() -> String {

@@ -646,3 +646,143 @@ fn inlined_nodes_are_validated() {
     assert_eq!(node(&g, "c").op, "NoOp");
     let _ = Tensor::scalar(0f32);
 }
+
+/// `If` lowers to Switch/Merge around calls of its branches (then inlined); the
+/// If's readers read the output Merges, `^if` the node left in its place.
+#[test]
+fn if_lowers_to_switch_and_merge() {
+    let src = format!(
+        r#"{X} node {{ name: "p" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_BOOL }} }} }}
+        node {{ name: "if" op: "StatelessIf" input: "p" input: "x" input: "^x"
+          attr {{ key: "Tcond" value {{ type: DT_BOOL }} }}
+          attr {{ key: "Tin" value {{ list {{ type: DT_FLOAT }} }} }} attr {{ key: "Tout" value {{ list {{ type: DT_FLOAT }} }} }}
+          attr {{ key: "then_branch" value {{ func {{ name: "double" }} }} }}
+          attr {{ key: "else_branch" value {{ func {{ name: "double" }} }} }} }}
+        {} node {{ name: "after" op: "NoOp" input: "^if" }}
+        library {{ {DOUBLE} }}"#,
+        identity("out", "if"),
+    );
+    let g = import(&src).unwrap();
+    assert_eq!(node(&g, "if/switch_pred").input, ["p", "p", "^x"]);
+    assert_eq!(node(&g, "if/input_0").input, ["x", "p"]);
+    assert_eq!(node(&g, "Func/if/then/input/_0").input[0], "if/input_0:1");
+    assert_eq!(
+        node(&g, "Func/if/then/input_control_node").input,
+        ["^if/pivot_t"]
+    );
+    assert_eq!(node(&g, "Func/if/else/input/_0").input[0], "if/input_0");
+    assert_eq!(
+        node(&g, "if/output_0").input,
+        ["Func/if/then/output/_0", "Func/if/else/output/_0"]
+    );
+    assert_eq!(
+        node(&g, "if/branch_executed").input,
+        ["if/pivot_t", "if/pivot_f", "^if/then", "^if/else"]
+    );
+    assert_eq!(node(&g, "out").input, ["if/output_0"]);
+    let stand_in = node(&g, "if");
+    assert_eq!(stand_in.op, "IdentityN");
+    assert_eq!(stand_in.input, ["if/output_0", "^if/branch_executed"]);
+    assert_eq!(node(&g, "after").input, ["^if"]);
+}
+
+/// `While` lowers to a frame named after it: Enter, Merge with NextIteration,
+/// the condition's call feeding LoopCond, Switch, the body's call, Exit.
+#[test]
+fn while_lowers_to_a_frame() {
+    let src = format!(
+        r#"{X} node {{ name: "w" op: "While" input: "x"
+          attr {{ key: "T" value {{ list {{ type: DT_FLOAT }} }} }}
+          attr {{ key: "parallel_iterations" value {{ i: 3 }} }}
+          attr {{ key: "cond" value {{ func {{ name: "small" }} }} }}
+          attr {{ key: "body" value {{ func {{ name: "double" }} }} }} }}
+        {} library {{ {DOUBLE}
+          function {{ signature {{ name: "small" input_arg {{ name: "a" type: DT_FLOAT }} output_arg {{ name: "b" type: DT_BOOL }} }}
+            node_def {{ name: "ten" op: "Const" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}
+              attr {{ key: "value" value {{ tensor {{ dtype: DT_FLOAT tensor_shape {{ }} float_val: 10 }} }} }} }}
+            node_def {{ name: "less" op: "Less" input: "a" input: "ten:output:0" {{T}} }}
+            ret {{ key: "b" value: "less:z:0" }} }} }}"#,
+        identity("out", "w"),
+    )
+    .replace("{T}", r#"attr { key: "T" value { type: DT_FLOAT } }"#);
+    let g = import(&src).unwrap();
+    let enter = node(&g, "w/enter_0");
+    assert_eq!(enter.get_attr::<String>("frame_name").unwrap(), "w");
+    assert_eq!(enter.get_attr::<i64>("parallel_iterations").unwrap(), 3);
+    assert_eq!(
+        node(&g, "w/merge_0").input,
+        ["w/enter_0", "w/next_iteration_0"]
+    );
+    assert_eq!(
+        node(&g, "Func/w/cond/input_control_node").input,
+        ["^w/merge_0"]
+    );
+    assert_eq!(node(&g, "w/LoopCond").input, ["Func/w/cond/output/_0"]);
+    assert_eq!(node(&g, "w/switch_0").input, ["w/merge_0", "w/LoopCond"]);
+    assert_eq!(node(&g, "Func/w/body/input/_0").input[0], "w/switch_0:1");
+    assert_eq!(
+        node(&g, "w/next_iteration_0").input,
+        ["Func/w/body/output/_0"]
+    );
+    assert_eq!(node(&g, "w/exit_0").input, ["w/switch_0"]);
+    assert_eq!(node(&g, "out").input, ["w/exit_0"]);
+    assert_eq!(node(&g, "w").input, ["w/exit_0"]);
+}
+
+#[test]
+fn functional_control_flow_errors() {
+    let if_node = |tcond: &str, then: &str| {
+        format!(
+            r#"{X} node {{ name: "p" op: "Placeholder" attr {{ key: "dtype" value {{ type: {tcond} }} }} }}
+            node {{ name: "if" op: "If" input: "p" input: "x"
+              attr {{ key: "Tcond" value {{ type: {tcond} }} }}
+              attr {{ key: "Tin" value {{ list {{ type: DT_FLOAT }} }} }} attr {{ key: "Tout" value {{ list {{ type: DT_FLOAT }} }} }}
+              attr {{ key: "then_branch" value {{ func {{ name: "{then}" }} }} }}
+              attr {{ key: "else_branch" value {{ func {{ name: "double" }} }} }} }}
+            library {{ {DOUBLE} }}"#
+        )
+    };
+    let e = import(&if_node("DT_BOOL", "nowhere")).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+    assert_eq!(e.node(), Some("if"));
+    assert!(
+        e.message()
+            .contains("attr 'then_branch' names function 'nowhere'"),
+        "{e}"
+    );
+    let e = import(&if_node("DT_INT32", "double")).unwrap_err();
+    assert_eq!(e.code(), Code::Unimplemented, "{e}");
+    assert!(e.message().contains("only bool predicates"), "{e}");
+    let w = format!(
+        r#"{X} node {{ name: "w" op: "StatelessWhile" input: "x" input: "x"
+          attr {{ key: "T" value {{ list {{ type: DT_FLOAT }} }} }}
+          attr {{ key: "cond" value {{ func {{ name: "double" }} }} }}
+          attr {{ key: "body" value {{ func {{ name: "double" }} }} }} }}
+        library {{ {DOUBLE} }}"#
+    );
+    let e = import(&w).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("has 2 input(s), but T lists 1"), "{e}");
+}
+
+/// Lowered and inlined names that another node already has get a suffix
+/// (`if/input_0_1`, a body under `c_1/`) instead of colliding.
+#[test]
+fn lowered_and_body_names_never_collide() {
+    let src = format!(
+        r#"{X} node {{ name: "p" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_BOOL }} }} }}
+        node {{ name: "if/input_0" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }} }}
+        node {{ name: "if" op: "If" input: "p" input: "if/input_0"
+          attr {{ key: "Tcond" value {{ type: DT_BOOL }} }}
+          attr {{ key: "Tin" value {{ list {{ type: DT_FLOAT }} }} }} attr {{ key: "Tout" value {{ list {{ type: DT_FLOAT }} }} }}
+          attr {{ key: "then_branch" value {{ func {{ name: "double" }} }} }}
+          attr {{ key: "else_branch" value {{ func {{ name: "double" }} }} }} }}
+        node {{ name: "c/mul" op: "NoOp" }}
+        {} library {{ {DOUBLE} }}"#,
+        call("c", "double", &["x"], 1, 1)
+    );
+    let g = import(&src).unwrap();
+    assert_eq!(node(&g, "if/input_0_1").input, ["if/input_0", "p"]);
+    assert_eq!(node(&g, "c_1/mul").input, ["Func/c/input/_0", "c_1/two"]);
+    assert_eq!(node(&g, "c/mul").op, "NoOp");
+}
