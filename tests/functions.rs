@@ -12,6 +12,7 @@ use actorflow::graph::import::{graph_def_from_tf_bytes, graph_def_from_tf_text, 
 use actorflow::graph::AttrValue;
 use actorflow::{DType, GraphDef, NodeDef, Session, SessionOptions, Shape, Tensor};
 use serde::Deserialize;
+use serde_json::Value;
 
 fn session(src: &str) -> Session {
     let g = graph_def_from_tf_text(src, &ImportOptions::default()).unwrap();
@@ -257,44 +258,80 @@ fn a_call_in_an_untaken_branch_runs_nothing() {
     assert_eq!(read_v(&sess), 100.0);
 }
 
-/// `nested.json`: the fixture's feeds, TensorFlow's answers, and the variable the
-/// function graph captures.
+/// A fixture's JSON: the calls TensorFlow made, in order (feeds, answers, the
+/// variable after the call), and the variable the function graph captures.
 #[derive(Deserialize)]
 struct Fixture {
-    inputs: BTreeMap<String, Vec<f32>>,
-    outputs: BTreeMap<String, Vec<f32>>,
+    calls: Vec<Call>,
     variable: Captured,
+}
+
+#[derive(Deserialize)]
+struct Call {
+    inputs: BTreeMap<String, Value>,
+    outputs: BTreeMap<String, Value>,
+    variable_after: Value,
 }
 
 #[derive(Deserialize)]
 struct Captured {
     placeholder: String,
-    initial: Vec<f32>,
-    after: Vec<f32>,
+    initial: Value,
 }
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/functions");
 
-/// The fixture's graph with a variable in place of the captured resource
+/// A JSON value as the fixtures write them: an integer is an `int32` scalar, a
+/// float a `float32` scalar, a list a `float32` vector.
+fn tensor(v: &Value) -> Tensor {
+    match v {
+        Value::Array(a) => {
+            let x: Vec<f32> = a.iter().map(|x| x.as_f64().unwrap() as f32).collect();
+            Tensor::vector(&x)
+        }
+        v if v.is_i64() => Tensor::scalar(v.as_i64().unwrap() as i32),
+        v => Tensor::scalar(v.as_f64().unwrap() as f32),
+    }
+}
+
+fn close(got: &Tensor, want: &Value) -> bool {
+    let (got, want) = (floats(got), floats(&tensor(want)));
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-6 + 1e-6 * w.abs())
+}
+
+/// Fixture `name`'s graph with a variable in place of the captured resource
 /// placeholder, `init_v` setting it to its initial value and `read_v` reading it.
-fn fixture_graph(f: &Fixture) -> GraphDef {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/nested.pbtxt")).unwrap();
-    let bytes = std::fs::read(format!("{FIXTURES}/nested.pb")).unwrap();
+fn fixture(name: &str) -> (GraphDef, Fixture) {
+    let f: Fixture =
+        serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/{name}.json")).unwrap())
+            .unwrap();
+    let text = std::fs::read_to_string(format!("{FIXTURES}/{name}.pbtxt")).unwrap();
+    let bytes = std::fs::read(format!("{FIXTURES}/{name}.pb")).unwrap();
     let opts = ImportOptions::default();
     let mut g = graph_def_from_tf_text(&text, &opts).unwrap();
     // The text and the binary file say the same, down to the function bodies.
     assert_eq!(graph_def_from_tf_bytes(&bytes, &opts).unwrap(), g);
+    assert!(g.node.iter().all(|n| !n.op.contains("PartitionedCall")
+        && !n.op.contains("If")
+        && !n.op.contains("While")));
     let handle = f.variable.placeholder.trim_end_matches(":0");
-    let shape = [f.variable.initial.len()];
+    let initial = tensor(&f.variable.initial);
     let node = g.node.iter_mut().find(|n| n.name == handle).unwrap();
     *node = NodeDef::new(handle, "VarHandleOp")
         .with_attr("dtype", DType::F32)
-        .with_attr("shape", Shape::known(&shape))
-        .with_attr("shared_name", AttrValue::from("fixture_v"));
+        .with_attr("shape", Shape::known(initial.dims()))
+        .with_attr(
+            "shared_name",
+            AttrValue::from(format!("fixture_{name}").as_str()),
+        );
     g.node.push(
         NodeDef::new("initial_v", "Const")
             .with_attr("dtype", DType::F32)
-            .with_attr("value", Tensor::vector(&f.variable.initial)),
+            .with_attr("value", initial),
     );
     g.node.push(
         NodeDef::new("init_v", "AssignVariableOp")
@@ -307,15 +344,37 @@ fn fixture_graph(f: &Fixture) -> GraphDef {
             .with_input(handle)
             .with_attr("dtype", DType::F32),
     );
-    g
+    (g, f)
 }
 
-fn close(got: &[f32], want: &[f32]) -> bool {
-    got.len() == want.len()
-        && got
+/// Runs fixture `name`'s calls in order in one session and compares each answer
+/// and the variable after it with TensorFlow's.
+fn run_fixture(name: &str) -> (GraphDef, Fixture) {
+    let (g, f) = fixture(name);
+    let sess = Session::new(&g, SessionOptions::default()).unwrap();
+    sess.run(&[], &[], &["init_v"]).unwrap();
+    for (i, call) in f.calls.iter().enumerate() {
+        let feeds: Vec<(&str, Tensor)> = call
+            .inputs
             .iter()
-            .zip(want)
-            .all(|(g, w)| (g - w).abs() <= 1e-6 + 1e-6 * w.abs())
+            .map(|(k, v)| (k.as_str(), tensor(v)))
+            .collect();
+        let fetches: Vec<&str> = call.outputs.keys().map(String::as_str).collect();
+        let out = sess.run(&feeds, &fetches, &[]).unwrap();
+        for ((n, want), got) in call.outputs.iter().zip(&out) {
+            assert!(
+                close(got, want),
+                "{name} call {i}: {n} is {got:?}, TensorFlow's {want}"
+            );
+        }
+        let v = sess.run(&[], &["read_v:0"], &[]).unwrap();
+        assert!(
+            close(&v[0], &call.variable_after),
+            "{name} call {i}: the variable is {v:?}, TensorFlow's {}",
+            call.variable_after
+        );
+    }
+    (g, f)
 }
 
 /// TensorFlow 2.21's `outer` (calling `inner`, which reads and updates a
@@ -323,35 +382,86 @@ fn close(got: &[f32], want: &[f32]) -> bool {
 /// variable as TensorFlow did, though nothing reads the update.
 #[test]
 fn a_tensorflow_function_graph_runs_as_in_tensorflow() {
-    let f: Fixture =
-        serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/nested.json")).unwrap())
-            .unwrap();
-    let g = fixture_graph(&f);
-    assert!(g.node.iter().all(|n| !n.op.contains("PartitionedCall")));
-    let feeds: Vec<(&str, Tensor)> = f
-        .inputs
-        .iter()
-        .map(|(k, v)| (k.as_str(), Tensor::vector(v)))
-        .collect();
-    let fetches: Vec<&str> = f.outputs.keys().map(String::as_str).collect();
-
-    let sess = Session::new(&g, SessionOptions::default()).unwrap();
-    sess.run(&[], &[], &["init_v"]).unwrap();
-    let out = sess.run(&feeds, &fetches, &[]).unwrap();
-    for ((name, want), got) in f.outputs.iter().zip(&out) {
-        assert!(
-            close(&floats(got), want),
-            "{name}: {got:?} vs TensorFlow's {want:?}"
-        );
-    }
-    let v = sess.run(&[], &["read_v:0"], &[]).unwrap();
-    assert!(close(&floats(&v[0]), &f.variable.after), "{v:?}");
-
+    let (g, f) = run_fixture("nested");
     // Reading one result of the call alone is enough for the update to happen.
     let sess = Session::new(&g, SessionOptions::default()).unwrap();
     sess.run(&[], &[], &["init_v"]).unwrap();
+    let call = &f.calls[0];
+    let feeds: Vec<(&str, Tensor)> = call
+        .inputs
+        .iter()
+        .map(|(k, v)| (k.as_str(), tensor(v)))
+        .collect();
     sess.run(&feeds, &["StatefulPartitionedCall:1"], &[])
         .unwrap();
     let v = sess.run(&[], &["read_v:0"], &[]).unwrap();
-    assert!(close(&floats(&v[0]), &f.variable.after), "{v:?}");
+    assert!(close(&v[0], &call.variable_after), "{v:?}");
+}
+
+/// TensorFlow 2.21's `While` and `If` (lowered to Enter/Merge/Switch/Exit and
+/// Switch/Merge around inlined calls) loop and branch as in TensorFlow, the
+/// variable counting the calls that took the branch updating it.
+#[test]
+fn tensorflow_functional_control_flow_runs_as_in_tensorflow() {
+    run_fixture("control_flow");
+}
+
+/// An `If` without outputs whose true branch sets the variable: a read with a
+/// control dependency on it sees the update when the branch is taken and the old
+/// value when not (the node left in the If's place waits for whichever branch
+/// ran); a `While` counting to `n` (both lowered to v1 control flow).
+#[test]
+fn functional_if_and_while_run() {
+    let src = format!(
+        r#"{} {} {} {}
+        node {{ name: "if" op: "If" input: "p" input: "v" input: "x"
+          attr {{ key: "Tcond" value {{ type: DT_BOOL }} }}
+          attr {{ key: "Tin" value {{ list {{ type: DT_RESOURCE type: DT_FLOAT }} }} }}
+          attr {{ key: "Tout" value {{ list {{ }} }} }}
+          attr {{ key: "then_branch" value {{ func {{ name: "set" }} }} }}
+          attr {{ key: "else_branch" value {{ func {{ name: "nothing" }} }} }} }}
+        node {{ name: "after" op: "ReadVariableOp" input: "v" input: "^if" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }} }}
+        node {{ name: "w" op: "StatelessWhile" input: "zero_i" input: "n"
+          attr {{ key: "T" value {{ list {{ type: DT_INT32 type: DT_INT32 }} }} }}
+          attr {{ key: "cond" value {{ func {{ name: "less" }} }} }}
+          attr {{ key: "body" value {{ func {{ name: "step" }} }} }} }}
+        node {{ name: "zero_i" op: "Const" attr {{ key: "dtype" value {{ type: DT_INT32 }} }}
+          attr {{ key: "value" value {{ tensor {{ dtype: DT_INT32 tensor_shape {{ }} int_val: 0 }} }} }} }}
+        library {{
+          function {{ signature {{ name: "set" input_arg {{ name: "v" type: DT_RESOURCE }} input_arg {{ name: "x" type: DT_FLOAT }} }}
+            node_def {{ name: "assign" op: "AssignVariableOp" input: "v" input: "x" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }} }} }}
+          function {{ signature {{ name: "nothing" input_arg {{ name: "v" type: DT_RESOURCE }} input_arg {{ name: "x" type: DT_FLOAT }} }} }}
+          function {{ signature {{ name: "less" input_arg {{ name: "i" type: DT_INT32 }} input_arg {{ name: "n" type: DT_INT32 }}
+              output_arg {{ name: "b" type: DT_BOOL }} }}
+            node_def {{ name: "l" op: "Less" input: "i" input: "n" attr {{ key: "T" value {{ type: DT_INT32 }} }} }}
+            ret {{ key: "b" value: "l:z:0" }} }}
+          function {{ signature {{ name: "step" input_arg {{ name: "i" type: DT_INT32 }} input_arg {{ name: "n" type: DT_INT32 }}
+              output_arg {{ name: "j" type: DT_INT32 }} output_arg {{ name: "m" type: DT_INT32 }} }}
+            node_def {{ name: "one" op: "Const" attr {{ key: "dtype" value {{ type: DT_INT32 }} }}
+              attr {{ key: "value" value {{ tensor {{ dtype: DT_INT32 tensor_shape {{ }} int_val: 1 }} }} }} }}
+            node_def {{ name: "add" op: "AddV2" input: "i" input: "one:output:0" attr {{ key: "T" value {{ type: DT_INT32 }} }} }}
+            ret {{ key: "j" value: "add:z:0" }} ret {{ key: "m" value: "n" }} }}
+        }}"#,
+        variable("if"),
+        placeholder("x", "DT_FLOAT"),
+        placeholder("p", "DT_BOOL"),
+        placeholder("n", "DT_INT32"),
+    );
+    let sess = session(&src);
+    sess.run(&[], &[], &["init"]).unwrap();
+    let mut want = 0.0f32;
+    for (p, x) in [(false, 1.0f32), (true, 2.5), (false, 7.0), (true, -4.0)] {
+        if p {
+            want = x;
+        }
+        let feeds = [("p:0", Tensor::scalar(p)), ("x:0", Tensor::scalar(x))];
+        let out = sess.run(&feeds, &["after:0"], &[]).unwrap();
+        assert_eq!(out[0], Tensor::scalar(want), "p = {p}, x = {x}");
+    }
+    for n in [0i32, 1, 5] {
+        let out = sess
+            .run(&[("n:0", Tensor::scalar(n))], &["w:0", "w:1"], &[])
+            .unwrap();
+        assert_eq!(out, [Tensor::scalar(n), Tensor::scalar(n)]);
+    }
 }

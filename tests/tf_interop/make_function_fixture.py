@@ -1,14 +1,19 @@
-"""Writes tests/fixtures/functions/nested.pbtxt (and .pb, the same graph in
-binary) and nested.json: the graph of a TensorFlow 2.21 concrete function that
-calls a nested tf.function, which reads and updates a tf.Variable and calls a
-third, pure one; and the input, TensorFlow's outputs and the variable's value
-before and after one call. tests/functions.rs imports the graph (its library
-and its StatefulPartitionedCall / PartitionedCall nodes are inlined), runs it in
-actorflow and compares.
+"""Writes, under tests/fixtures/functions/, graphs of TensorFlow 2.21 concrete
+functions (NAME.pbtxt, and NAME.pb: the same graph in binary) with NAME.json:
+the inputs of one or more calls, TensorFlow's outputs, and the value of the
+variable the function uses before and after. tests/functions.rs imports each
+graph (its library calls inlined, its functional control flow lowered), runs
+it in actorflow and compares.
 
-The function's graph reads the variable through a captured resource
-placeholder; the JSON names it, with the variable's initial value, so that the
-test can stand a variable in for it.
+- nested: a function calling a nested tf.function (StatefulPartitionedCall),
+  which reads and updates a tf.Variable and calls a third, pure one
+  (PartitionedCall).
+- control_flow: a tf.while_loop and a tf.cond (While, If) inside a tf.function,
+  the cond's true branch updating a tf.Variable; two calls, one per branch.
+
+A function's graph reads its variable through a captured resource placeholder;
+the JSON names it, with the variable's initial value, so that the test can
+stand a variable in for it.
 
 Run with the TensorFlow 2.21 Python (.ci/tf-python prints its path):
     $ACTORFLOW_TF_PYTHON tests/tf_interop/make_function_fixture.py
@@ -29,7 +34,47 @@ INITIAL = np.array([0.5, -1.0, 2.0], dtype=np.float32)
 X = np.array([3.0, 0.25, -2.0], dtype=np.float32)
 
 
-def main():
+def write(name, cf, variable, initial, cases):
+    """Writes concrete function `cf`'s graph and its answers for `cases` (one
+    list of input arrays per call, run in order on `variable`)."""
+    gd = cf.graph.as_graph_def()
+    ops = sorted({n.op for n in gd.node})
+    body_ops = sorted({n.op for f in gd.library.function for n in f.node_def})
+    print(name, "graph ops:", ops)
+    print(name, "library:", sorted(f.signature.name for f in gd.library.function))
+    print(name, "ops in bodies:", body_ops)
+    captures = [t.name for t in cf.graph.internal_captures]
+    assert len(captures) == 1, captures
+    inputs = [t.name for t in cf.inputs if t.name not in captures]
+    outputs = [t.name for t in cf.outputs]
+    calls = []
+    for args in cases:
+        result = cf(*[tf.constant(a) for a in args])
+        calls.append(
+            {
+                "inputs": {n: a.tolist() for n, a in zip(inputs, args)},
+                "outputs": {n: r.numpy().tolist() for n, r in zip(outputs, result)},
+                "variable_after": variable.numpy().tolist(),
+            }
+        )
+    os.makedirs(OUT, exist_ok=True)
+    tf.io.write_graph(gd, OUT, name + ".pbtxt", as_text=True)
+    tf.io.write_graph(gd, OUT, name + ".pb", as_text=False)
+    with open(os.path.join(OUT, name + ".json"), "w") as f:
+        json.dump(
+            {
+                "calls": calls,
+                "variable": {"placeholder": captures[0], "initial": initial.tolist()},
+            },
+            f,
+            indent=1,
+            sort_keys=True,
+        )
+        f.write("\n")
+    return ops, body_ops
+
+
+def nested():
     v = tf.Variable(INITIAL, name="v")
 
     @tf.function
@@ -53,40 +98,45 @@ def main():
         return y * 2.0 + s, tf.stack([s, s + 1.0])
 
     cf = outer.get_concrete_function(tf.TensorSpec([3], tf.float32, name="x"))
-    gd = cf.graph.as_graph_def()
-    ops = sorted({n.op for n in gd.node})
-    funcs = sorted(f.signature.name for f in gd.library.function)
-    body_calls = sorted({n.op for f in gd.library.function for n in f.node_def if "Call" in n.op})
-    print("graph ops:", ops)
-    print("library:", funcs)
-    print("calls in bodies:", body_calls)
-    assert "StatefulPartitionedCall" in ops and "PartitionedCall" in body_calls, (ops, body_calls)
+    ops, body_ops = write("nested", cf, v, INITIAL, [[X]])
+    assert "StatefulPartitionedCall" in ops and "PartitionedCall" in body_ops
 
-    captures = [t.name for t in cf.graph.internal_captures]
-    assert len(captures) == 1, captures
-    inputs = [t.name for t in cf.inputs if t.name not in captures]
-    outputs = [t.name for t in cf.outputs]
 
-    result = cf(tf.constant(X))
-    os.makedirs(OUT, exist_ok=True)
-    tf.io.write_graph(gd, OUT, "nested.pbtxt", as_text=True)
-    tf.io.write_graph(gd, OUT, "nested.pb", as_text=False)
-    with open(os.path.join(OUT, "nested.json"), "w") as f:
-        json.dump(
-            {
-                "inputs": {inputs[0]: X.tolist()},
-                "outputs": {n: r.numpy().tolist() for n, r in zip(outputs, result)},
-                "variable": {
-                    "placeholder": captures[0],
-                    "initial": INITIAL.tolist(),
-                    "after": v.numpy().tolist(),
-                },
-            },
-            f,
-            indent=1,
-            sort_keys=True,
+def control_flow():
+    initial = np.array(0.0, dtype=np.float32)
+    v = tf.Variable(initial, name="count")
+
+    @tf.function
+    def f(x, n):
+        # acc <- acc * x + 1, n times.
+        _, acc = tf.while_loop(
+            lambda i, acc: i < n, lambda i, acc: (i + 1, acc * x + 1.0), [0, tf.ones_like(x)]
         )
-        f.write("\n")
+
+        def big():
+            v.assign_add(1.0)
+            return acc * 2.0
+
+        y = tf.cond(tf.reduce_sum(acc) > 10.0, big, lambda: acc - 1.0)
+        return y, acc
+
+    cf = f.get_concrete_function(
+        tf.TensorSpec([2], tf.float32, name="x"), tf.TensorSpec([], tf.int32, name="n")
+    )
+    cases = [
+        [np.array([0.5, 1.0], np.float32), np.array(1, np.int32)],
+        [np.array([2.0, 3.0], np.float32), np.array(3, np.int32)],
+        [np.array([1.5, -1.0], np.float32), np.array(0, np.int32)],
+        [np.array([1.0, 2.0], np.float32), np.array(4, np.int32)],
+    ]
+    ops, _ = write("control_flow", cf, v, initial, cases)
+    assert "While" in ops or "StatelessWhile" in ops, ops
+    assert "If" in ops, ops
+
+
+def main():
+    nested()
+    control_flow()
 
 
 if __name__ == "__main__":
