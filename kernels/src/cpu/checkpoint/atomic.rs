@@ -5,6 +5,13 @@
 //! file intact (at worst a stray temporary file remains, which readers ignore:
 //! its name starts with `.` and contains [`TEMP_MARKER`]).
 //!
+//! A large file is flushed to disk as it grows: once [`SYNC_EVERY`] bytes have
+//! been written since the last flush, a background thread asks the kernel to
+//! write them out (`fdatasync`) while the writer goes on, so the final `fsync`
+//! waits only for the tail. (Measured on a 256 MiB checkpoint: one `fsync` at
+//! the end took the save from about 0.16 s to 0.25–1.6 s; flushing in the
+//! background as it grows, about 0.16 s.)
+//!
 //! A temporary file is named `.<final name>.tmp-<pid>-<n>`: the final name, the
 //! writing process and a per-process counter ([`TempName`] parses it back).
 //! [`remove_stale_temporaries`] deletes those of writers that died (a process
@@ -15,6 +22,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use graph::{Result, Status};
@@ -128,6 +137,120 @@ pub fn remove_stale_temporaries(dir: &Path, is_ours: impl Fn(&str) -> bool) -> V
     removed
 }
 
+/// How many bytes written since the last flush make a [`DurableWriter`] ask
+/// its background thread to flush them to disk.
+pub const SYNC_EVERY: u64 = 16 << 20;
+
+/// The background thread of a [`DurableWriter`]: flushes its file to disk once
+/// per signal; stopped and joined when dropped.
+struct Flusher {
+    signal: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// A flusher of `file` (a handle of its own), or `None` when no thread
+    /// can be had (the writer then flushes only at the end).
+    fn start(file: File) -> Option<Flusher> {
+        let (tx, rx) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("checkpoint-sync".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    // Signals that queued while flushing are served by one more.
+                    while rx.try_recv().is_ok() {}
+                    let _ = file.sync_data();
+                }
+            })
+            .ok()?;
+        Some(Flusher {
+            signal: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn kick(&self) {
+        if let Some(tx) = &self.signal {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        drop(self.signal.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The writer [`write_atomically`] hands out: buffered (large writes go to the
+/// file directly), and flushing what it wrote to disk in the background every
+/// [`SYNC_EVERY`] bytes (see the module docs).
+struct DurableWriter {
+    file: BufWriter<File>,
+    /// Bytes written since the background thread was last asked to flush.
+    unsynced: u64,
+    /// The background flusher, once started.
+    flusher: Option<Flusher>,
+}
+
+impl DurableWriter {
+    fn new(file: File) -> DurableWriter {
+        DurableWriter {
+            file: BufWriter::with_capacity(1 << 20, file),
+            unsynced: 0,
+            flusher: None,
+        }
+    }
+
+    /// Hands what was written so far to the kernel and asks the flusher (started
+    /// on first use) to write it to disk. Best effort: the final `fsync`
+    /// reports any failure.
+    fn flush_in_background(&mut self) -> std::io::Result<()> {
+        self.file.flush()?;
+        self.unsynced = 0;
+        if self.flusher.is_none() {
+            self.flusher = self
+                .file
+                .get_ref()
+                .try_clone()
+                .ok()
+                .and_then(Flusher::start);
+        }
+        if let Some(f) = &self.flusher {
+            f.kick();
+        }
+        Ok(())
+    }
+
+    /// Flushes the buffer, waits for the background flusher, and returns the
+    /// file (not yet synced).
+    fn into_file(mut self) -> std::io::Result<File> {
+        self.file.flush()?;
+        drop(self.flusher.take());
+        self.file.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+impl Write for DurableWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Up to the next flush point, so a huge write is flushed as it goes.
+        let room = usize::try_from(SYNC_EVERY - self.unsynced).unwrap_or(usize::MAX);
+        let n = self.file.write(&buf[..buf.len().min(room)])?;
+        self.unsynced += n as u64;
+        if self.unsynced >= SYNC_EVERY {
+            self.flush_in_background()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Replaces (or creates) the file at `path` with what `write` writes, atomically
 /// (see the module docs). With `create_dirs`, missing parent directories are
 /// created first. On any error the temporary file is removed and `path` is
@@ -148,11 +271,9 @@ pub fn write_atomically(
             .create_new(true)
             .open(&tmp)
             .map_err(|e| io_error(e, "creating", &tmp))?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let mut w = DurableWriter::new(file);
         write(&mut w)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| io_error(e.into_error(), "writing", &tmp))?;
+        let file = w.into_file().map_err(|e| io_error(e, "writing", &tmp))?;
         file.sync_all().map_err(|e| io_error(e, "syncing", &tmp))?;
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| io_error(e, "renaming into place", path))?;

@@ -25,6 +25,11 @@
 //! reader checks the header's version and byte order, and every tensor's size
 //! and checksum when it reads it: damage is `DataLoss` naming the file and the
 //! tensor.
+//!
+//! A save writes each numeric tensor's bytes from the tensor itself (no copy
+//! on our side) and, for large saves, computes their checksums on a second
+//! thread meanwhile; the data file is flushed to disk as it grows
+//! ([`atomic`](super::atomic)).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -47,6 +52,10 @@ pub use super::reader::{read_index, CheckpointReader};
 
 /// The bundle format version this code writes (`kTensorBundleVersion`).
 pub const BUNDLE_VERSION: i32 = 1;
+
+/// Saves whose numeric tensors hold at least this many bytes checksum them on
+/// a second thread while the first writes them.
+const PARALLEL_CHECKSUM_BYTES: usize = 8 << 20;
 
 /// The index file of the bundle at `prefix`.
 pub fn index_path(prefix: &Path) -> PathBuf {
@@ -266,7 +275,7 @@ impl<'a> BundleWriter<'a> {
     pub fn finish(mut self) -> Result<()> {
         let data = data_path(&self.prefix, 0, 1);
         let mut places = Vec::new();
-        write_atomically(&data, true, |w: &mut dyn Write| {
+        write_atomically(&data, true, |w| {
             places = write_data(w, &self.data)?;
             Ok(())
         })
@@ -302,19 +311,52 @@ impl<'a> BundleWriter<'a> {
 }
 
 /// Writes the tensors back to back; returns each one's offset, size and
-/// (unmasked) checksum.
+/// (unmasked) checksum. Numeric tensors are written from their own bytes; in a
+/// large save their checksums are computed on a second thread meanwhile.
 fn write_data(w: &mut dyn Write, data: &[(Vec<u8>, &Tensor)]) -> Result<Vec<(u64, u64, u32)>> {
-    let mut places = Vec::with_capacity(data.len());
-    let mut offset = 0u64;
-    let mut buf = Vec::new();
-    for (_, t) in data {
-        buf.clear();
-        let crc = encode_tensor(t, &mut buf)?;
-        w.write_all(&buf)?;
-        places.push((offset, buf.len() as u64, crc));
-        offset += buf.len() as u64;
-    }
-    Ok(places)
+    let numeric_bytes: usize = data
+        .iter()
+        .filter(|(_, t)| t.dtype().is_pod())
+        .map(|(_, t)| t.byte_size())
+        .sum();
+    let parallel = numeric_bytes >= PARALLEL_CHECKSUM_BYTES;
+    std::thread::scope(|scope| {
+        let checksums = parallel.then(|| {
+            scope.spawn(|| {
+                data.iter()
+                    .map(|(_, t)| t.as_bytes().map(crc32c).unwrap_or(0))
+                    .collect::<Vec<u32>>()
+            })
+        });
+        let mut places = Vec::with_capacity(data.len());
+        let mut offset = 0u64;
+        let mut buf = Vec::new();
+        for (_, t) in data {
+            let (size, crc) = if t.dtype().is_pod() {
+                let bytes = t.as_bytes()?;
+                w.write_all(bytes)?;
+                (bytes.len(), if parallel { 0 } else { crc32c(bytes) })
+            } else {
+                buf.clear();
+                let crc = encode_tensor(t, &mut buf)?;
+                w.write_all(&buf)?;
+                (buf.len(), crc)
+            };
+            places.push((offset, size as u64, crc));
+            offset += size as u64;
+        }
+        if let Some(h) = checksums {
+            let crcs = h
+                .join()
+                .map_err(|_| Status::internal("the checkpoint checksum thread panicked"))?;
+            for ((place, (_, t)), crc) in places.iter_mut().zip(data).zip(crcs) {
+                if t.dtype().is_pod() {
+                    place.2 = crc;
+                }
+            }
+        }
+        Ok(places)
+    })
 }
 
 /// Writes the tensors as a bundle at `prefix` (the names must be unique; the

@@ -1,13 +1,14 @@
 //! The checkpoint kernels: `SaveV2` (whole tensors, and slices of larger ones
 //! as TensorFlow's `Saver` saves partitioned variables), `RestoreV2` (whole
-//! tensors or any slice of one, however the checkpoint stores it),
-//! `MergeV2Checkpoints`,
+//! tensors or any slice of one, however the checkpoint stores it; large
+//! restores read their tensors in parallel), `MergeV2Checkpoints`,
 //! `ShardedFilename` and `ShardedFilespec`.
 
 use std::path::PathBuf;
 
 use graph::ops::checkpoint::{ShapeAndSlice, TensorSlice};
 use graph::{DType, Result, Status, Tensor};
+use rayon::prelude::*;
 
 use crate::cpu::checkpoint::bundle::{merge_bundles, BundleWriter, CheckpointReader};
 use crate::op_kernel::{OpKernel, OpKernelContext};
@@ -81,6 +82,9 @@ impl OpKernel for SaveV2Kernel {
     }
 }
 
+/// Restores whose tensors hold at least this many bytes read them in parallel.
+const PARALLEL_RESTORE_BYTES: usize = 8 << 20;
+
 struct RestoreV2Kernel {
     dtypes: Vec<DType>,
 }
@@ -93,6 +97,7 @@ impl OpKernel for RestoreV2Kernel {
         let reader = CheckpointReader::open(&path)?;
         // Every request checked before anything is read.
         let mut requests = Vec::with_capacity(n);
+        let mut bytes = 0usize;
         for (i, (name, spec)) in names.iter().zip(&specs).enumerate() {
             let info = reader.info(name).ok_or_else(|| {
                 Status::not_found(format!(
@@ -120,14 +125,21 @@ impl OpKernel for RestoreV2Kernel {
                 }
                 Some(sl) => Some(sl.slice),
             };
+            bytes =
+                bytes.saturating_add(info.shape.num_elements().saturating_mul(info.dtype.size()));
             requests.push((name.as_str(), slice));
         }
         let read = |(name, slice): &(&str, Option<TensorSlice>)| match slice {
             None => reader.tensor(name),
             Some(s) => reader.tensor_slice(name, s),
         };
-        for (i, r) in requests.iter().enumerate() {
-            ctx.set_output(i, read(r)?)?;
+        let tensors: Vec<Result<Tensor>> = if bytes >= PARALLEL_RESTORE_BYTES && n > 1 {
+            requests.par_iter().map(read).collect()
+        } else {
+            requests.iter().map(read).collect()
+        };
+        for (i, t) in tensors.into_iter().enumerate() {
+            ctx.set_output(i, t?)?;
         }
         Ok(())
     }

@@ -341,3 +341,53 @@ fn restore_of_a_damaged_file_is_data_loss() {
     assert_eq!(e.code(), Code::DataLoss, "{e}");
     assert!(e.message().contains(&data.display().to_string()), "{e}");
 }
+
+#[test]
+fn large_saves_and_restores_take_the_parallel_paths_and_stay_exact() {
+    // 18 MiB of numbers: checksummed on a second thread, flushed to disk in
+    // the background as the file grows, and restored in parallel.
+    let tmp = scratch("large");
+    let p = tmp.path().join("big");
+    let big = Tensor::build::<f32>([3 << 20], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i % 1009) as f32 * 0.5 - 7.0)
+    });
+    let bytes = Tensor::build::<u8>([6 << 20], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i * 31 % 251) as u8)
+    });
+    let words = strings(&["between", "the", "big", "ones"]);
+    write(
+        &p,
+        &[
+            ("big", big.clone()),
+            ("words", words.clone()),
+            ("bytes", bytes.clone()),
+        ],
+    );
+    let len = std::fs::metadata(data_path(&p, 0, 1)).unwrap().len();
+    assert!(len > crate::cpu::checkpoint::atomic::SYNC_EVERY, "{len}");
+    let out = run_node(
+        restore_node(&[DType::U8, DType::String, DType::F32]),
+        vec![
+            Tensor::string_scalar(p.display().to_string()),
+            strings(&["bytes", "words", "big"]),
+            strings(&["", "", ""]),
+        ],
+    )
+    .unwrap();
+    assert!(same_bits(&out[0], &bytes));
+    assert_eq!(out[1], words);
+    assert!(same_bits(&out[2], &big));
+    // Every byte is where the format says: the data file is the tensors back
+    // to back.
+    let data = std::fs::read(data_path(&p, 0, 1)).unwrap();
+    let n = big.byte_size();
+    assert_eq!(&data[..n], big.as_bytes().unwrap());
+    assert_eq!(
+        &data[data.len() - bytes.byte_size()..],
+        bytes.as_bytes().unwrap()
+    );
+}
