@@ -9,7 +9,7 @@
 //! their shapes. Reading a tensor checks its size and checksum. Damage is
 //! `DataLoss` naming the file (and the tensor).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -279,11 +279,10 @@ impl CheckpointReader {
                 },
             );
         }
-        let stored_keys: HashSet<&Vec<u8>> = slices.keys().collect();
         for (name, (dtype, shape, list)) in sliced {
             if let Some(missing) = list
                 .iter()
-                .find(|s| !stored_keys.contains(&encode_tensor_name_slice(&name, s)))
+                .find(|s| !slices.contains_key(&encode_tensor_name_slice(&name, s)))
             {
                 return Err(corrupt(
                     &path,
