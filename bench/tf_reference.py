@@ -29,6 +29,12 @@ Machine settings, for every workload:
 - ``intra_op_parallelism_threads=2``, ``inter_op_parallelism_threads=2``;
 - ``device_count={'CPU': 2}`` for the send/recv chain (``/device:CPU:0`` and
   ``/device:CPU:1``), one CPU device otherwise;
+- the checkpoint workloads (``ckpt_save_mib_s``, ``ckpt_restore_mib_s``) call
+  ``tf.compat.v1.train.Saver.save`` and ``restore`` on 8 float32 variables of 32 MiB in
+  a directory under the system's temporary directory; TensorFlow's bundle writer
+  renames its temporary files but never fsyncs them, while actorflow's save flushes
+  each file to disk before renaming it, so TensorFlow's save figure stops at the page
+  cache and actorflow's at the disk;
 - every call goes through ``Session.run`` with a feed dict (not ``make_callable``), as
   actorflow's figures include the feed path; TensorFlow's figures therefore include its
   Python client's per-call cost.
@@ -65,6 +71,8 @@ MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
 CSV_PIPELINE_SHARDS = 4
 CSV_PIPELINE_RECORDS = 2_000
 CSV_PIPELINE_BATCH = 128
+CKPT_VARIABLES, CKPT_VARIABLE_MIB = 8, 32
+CKPT_TOTAL_MIB = CKPT_VARIABLES * CKPT_VARIABLE_MIB
 
 
 def log(msg):
@@ -355,6 +363,63 @@ def csv_input_pipeline():
     return rep, cleanup
 
 
+def checkpointed(what):
+    """8 float32 variables of 32 MiB (random values, initialised), a Saver of
+    them, an op that zeroes the first, and a directory for the checkpoints
+    (src/bench/checkpoint.rs). The Saver is used as a user calls it: save writes
+    the bundle (temporary names, rename; TensorFlow does not fsync), the
+    checkpoint state file and the .meta graph."""
+    g = tf.Graph()
+    elements = (CKPT_VARIABLE_MIB << 20) // 4
+    with g.as_default():
+        variables = [
+            tf1.get_variable(
+                "v%d" % i,
+                shape=[elements],
+                dtype=tf.float32,
+                initializer=tf1.random_uniform_initializer(0.0, 1.0, seed=17 + i),
+                use_resource=False,
+            )
+            for i in range(CKPT_VARIABLES)
+        ]
+        clobber = tf1.assign(variables[0], tf.zeros([elements], tf.float32))
+        init = tf1.global_variables_initializer()
+        saver = tf1.train.Saver()
+    sess = session(g)
+    sess.run(init)
+    tmp = tempfile.mkdtemp(prefix="actorflow_bench_%s_" % what)
+
+    def cleanup():
+        sess.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return sess, saver, variables[0], clobber, os.path.join(tmp, "model.ckpt"), cleanup
+
+
+def ckpt_save():
+    sess, saver, _, _, prefix, cleanup = checkpointed("ckpt_save")
+
+    def rep():
+        return CKPT_TOTAL_MIB / measure(REPETITION_S, lambda: saver.save(sess, prefix))
+
+    return rep, cleanup
+
+
+def ckpt_restore():
+    sess, saver, first, clobber, prefix, cleanup = checkpointed("ckpt_restore")
+    path = saver.save(sess, prefix)
+    saved = sess.run(first)
+
+    def rep():
+        sess.run(clobber)
+        t = measure(REPETITION_S, lambda: saver.restore(sess, path))
+        if not np.array_equal(sess.run(first), saved):
+            raise RuntimeError("ckpt_restore: a restored variable differs from its saved value")
+        return CKPT_TOTAL_MIB / t
+
+    return rep, cleanup
+
+
 # Every workload, in report order (workloads::all()).
 WORKLOADS = [
     ("run_overhead_us", run_overhead),
@@ -367,6 +432,8 @@ WORKLOADS = [
     ("fifo_us_per_single_roundtrip", fifo_roundtrip),
     ("mlp_step_us", mlp_step),
     ("csv_pipeline_us_per_record", csv_input_pipeline),
+    ("ckpt_save_mib_s", ckpt_save),
+    ("ckpt_restore_mib_s", ckpt_restore),
 ]
 
 

@@ -5,7 +5,10 @@
 //! workloads in TensorFlow and prints the same keys.
 //!
 //! - [`workloads`] — the workloads.
+//! - [`checkpoint`] — the checkpoint workloads (`ckpt_save_mib_s`,
+//!   `ckpt_restore_mib_s`).
 
+pub mod checkpoint;
 pub mod workloads;
 
 use std::time::{Duration, Instant};

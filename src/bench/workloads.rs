@@ -12,7 +12,7 @@ use crate::{
 use super::{calibrate, time_per_call, Workload};
 
 /// One repetition lasts about this long.
-const REPETITION: Duration = Duration::from_millis(300);
+pub(super) const REPETITION: Duration = Duration::from_millis(300);
 
 fn session(s: &Scope, devices: usize) -> Result<Session> {
     Session::new(
@@ -561,6 +561,18 @@ pub fn all() -> Vec<Workload> {
             unit: "µs/record",
             description: "CSV files -> reader -> DecodeCSV(65) -> batch(128), 2 runner loops",
             setup: csv_input_pipeline,
+        },
+        Workload {
+            name: "ckpt_save_mib_s",
+            unit: "MiB/s",
+            description: "Saver::save of 8 x 32 MiB f32 variables (SaveV2, fsync, rename)",
+            setup: super::checkpoint::ckpt_save,
+        },
+        Workload {
+            name: "ckpt_restore_mib_s",
+            unit: "MiB/s",
+            description: "Saver::restore of 8 x 32 MiB f32 variables (RestoreV2 + Assign)",
+            setup: super::checkpoint::ckpt_restore,
         },
     ]
 }
