@@ -1,6 +1,6 @@
 //! The checkpoint workloads: `ckpt_save_mib_s` and `ckpt_restore_mib_s`, MiB per
 //! second of saving and restoring 256 MiB of variables (8 `float32` variables
-//! of 32 MiB, random values) with [`Saver`](crate::train::Saver), as a user
+//! of 32 MiB, random values) with [`Saver`], as a user
 //! calls it: `Saver::save` runs the save graph (`SaveV2` through the session),
 //! writes each file under a temporary name, flushes it to disk (`fsync`) and
 //! renames it, then updates the `checkpoint` state file and the `.meta` graph;

@@ -137,8 +137,8 @@ pub fn remove_stale_temporaries(dir: &Path, is_ours: impl Fn(&str) -> bool) -> V
     removed
 }
 
-/// How many bytes written since the last flush make a [`DurableWriter`] ask
-/// its background thread to flush them to disk.
+/// How many bytes written since the last flush make the writer of
+/// [`write_atomically`] ask its background thread to flush them to disk.
 pub const SYNC_EVERY: u64 = 16 << 20;
 
 /// The background thread of a [`DurableWriter`]: flushes its file to disk once

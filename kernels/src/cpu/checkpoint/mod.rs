@@ -6,7 +6,7 @@
 //!   (the tensors' bytes); see its docs for the layout. Writing: [`BundleWriter`].
 //! - [`reader`] — [`CheckpointReader`]: a bundle's index, and its tensors whole
 //!   or in part.
-//! - [`slice`] — tensors saved as slices (partitioned variables): the slice
+//! - [`slice`](mod@slice) — tensors saved as slices (partitioned variables): the slice
 //!   keys, which stored slices make up a part, and copying between slices.
 //! - [`ordered_code`] — TensorFlow's order-preserving encoding that slice keys
 //!   are made of.
