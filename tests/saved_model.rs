@@ -334,6 +334,25 @@ fn model() -> Model {
     }
 }
 
+impl Model {
+    /// The model's predict signature: `x` in; `y`, `calls`, `vocab` out.
+    fn signature(&self) -> Signature {
+        Signature::new(PREDICT_METHOD_NAME)
+            .input("x", TensorSpec::of(&self.x))
+            .output("y", TensorSpec::of(&self.y))
+            .output("calls", TensorSpec::of(&self.calls))
+            .output("vocab", TensorSpec::of(&self.vocab))
+    }
+
+    /// Its `serving_default` signature, the asset `vocab` and the main op.
+    fn options(&self, vocab: &Path) -> MetaGraphOptions {
+        MetaGraphOptions::default()
+            .with_signature("serving_default", self.signature())
+            .with_asset(self.asset.name(), vocab)
+            .with_main_op(Some(self.main_op.clone()))
+    }
+}
+
 #[test]
 fn actorflow_writes_a_saved_model_it_loads_back() {
     let m = model();
@@ -341,16 +360,9 @@ fn actorflow_writes_a_saved_model_it_loads_back() {
     let vocab = tmp.path().join("vocab.txt");
     std::fs::write(&vocab, "a\nb\n").unwrap();
     let export = tmp.path().join("export/1");
-    let sig = Signature::new(PREDICT_METHOD_NAME)
-        .input("x", TensorSpec::of(&m.x))
-        .output("y", TensorSpec::of(&m.y))
-        .output("calls", TensorSpec::of(&m.calls))
-        .output("vocab", TensorSpec::of(&m.vocab));
+    let sig = m.signature();
     let mut b = SavedModelBuilder::new(&export).unwrap();
-    let opts = MetaGraphOptions::default()
-        .with_signature("serving_default", sig.clone())
-        .with_asset(m.asset.name(), &vocab)
-        .with_main_op(Some(m.main_op.clone()));
+    let opts = m.options(&vocab);
     b.add_meta_graph_and_variables(&m.scope, &m.session, &["serve"], opts.clone())
         .unwrap();
     let again = b.add_meta_graph_and_variables(&m.scope, &m.session, &["train"], opts);
@@ -440,16 +452,8 @@ fn tensorflow_loads_and_serves_a_saved_model_actorflow_wrote() {
     let vocab = tmp.path().join("vocab.txt");
     std::fs::write(&vocab, "a\n").unwrap();
     let export = tmp.path().join("export");
-    let sig = Signature::new(PREDICT_METHOD_NAME)
-        .input("x", TensorSpec::of(&m.x))
-        .output("y", TensorSpec::of(&m.y))
-        .output("calls", TensorSpec::of(&m.calls))
-        .output("vocab", TensorSpec::of(&m.vocab));
     let mut b = SavedModelBuilder::new(&export).unwrap();
-    let opts = MetaGraphOptions::default()
-        .with_signature("serving_default", sig)
-        .with_asset(m.asset.name(), &vocab)
-        .with_main_op(Some(m.main_op.clone()));
+    let opts = m.options(&vocab);
     b.add_meta_graph_and_variables(&m.scope, &m.session, &["serve"], opts)
         .unwrap();
     b.save().unwrap();
