@@ -124,17 +124,28 @@ impl SavedModel {
         let export_dir = export_dir.as_ref().to_path_buf();
         let proto = read_saved_model(&export_dir)?;
         let meta_graph = find_meta_graph(proto, tags, &export_dir)?;
-        let signatures = meta_graph
-            .signature_def
-            .iter()
-            .filter(|(k, _)| k.as_str() != INIT_OP_SIGNATURE_KEY)
-            .map(|(k, v)| {
-                Signature::from_proto(v)
-                    .map(|s| (k.clone(), s))
-                    .map_err(|e| e.context(format!("signature '{k}'")))
-            })
-            .collect::<Result<BTreeMap<_, _>>>()
-            .map_err(|e| e.context(format!("SavedModel {}", export_dir.display())))?;
+        let mut signatures = BTreeMap::new();
+        for (k, v) in &meta_graph.signature_def {
+            if k == INIT_OP_SIGNATURE_KEY {
+                continue;
+            }
+            match Signature::from_proto(v) {
+                Ok(s) => {
+                    signatures.insert(k.clone(), s);
+                }
+                // A signature actorflow cannot run (sparse tensors) leaves the
+                // others usable, as a server would want.
+                Err(e) if e.code() == graph::Code::Unimplemented => {
+                    tracing::warn!(signature = %k, error = %e, "skipping a signature");
+                }
+                Err(e) => {
+                    return Err(e.context(format!(
+                        "signature '{k}' of SavedModel {}",
+                        export_dir.display()
+                    )))
+                }
+            }
+        }
         let graph = import_graph(&meta_graph, &export_dir)?;
         let session = Session::new(&graph, options)?;
         let assets = asset_feeds(&meta_graph, &export_dir)?;

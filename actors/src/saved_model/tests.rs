@@ -99,12 +99,16 @@ meta_graphs {
   signature_def { key: "serving_default" value {
     outputs { key: "c" value { name: "c:0" dtype: DT_FLOAT tensor_shape { } } }
     method_name: "tensorflow/serving/predict" } }
+  signature_def { key: "sparse" value {
+    outputs { key: "s" value { coo_sparse { values_tensor_name: "c:0" } dtype: DT_FLOAT } } } }
 }
 "#;
     std::fs::write(dir.path().join(SAVED_MODEL_FILENAME_PBTXT), text).unwrap();
     let m = SavedModel::load(dir.path(), &["serve"]).unwrap();
     let out = m.run("serving_default", &[]).unwrap();
     assert_eq!(out["c"], Tensor::scalar(2.5f32));
+    // a sparse signature is left out; the others serve
+    assert_eq!(m.signature("sparse").unwrap_err().code(), Code::NotFound);
     std::fs::write(dir.path().join(SAVED_MODEL_FILENAME_PBTXT), "meta_graphs {").unwrap();
     let e = SavedModel::load(dir.path(), &["serve"]).unwrap_err();
     assert_eq!(e.code(), Code::DataLoss);
