@@ -73,9 +73,9 @@ impl MetaGraphOptions {
 /// ```
 /// use actorflow_actors::saved_model::{MetaGraphOptions, SavedModel, SavedModelBuilder, Signature, TensorSpec};
 /// use actorflow_actors::{Session, SessionOptions};
-/// use actorflow_graph::builder::Scope;
-/// use actorflow_graph::{ops, train, DType, Shape, Tensor};
-/// # fn main() -> actorflow_graph::Result<()> {
+/// use graph::builder::Scope;
+/// use graph::{ops, train, DType, Shape, Tensor};
+/// # fn main() -> graph::Result<()> {
 /// let s = Scope::new();
 /// let x = ops::placeholder(&s, DType::F32, Shape::from_dims(&[None]))?;
 /// let w = ops::Variable::new(&s, "w", &ops::constant(&s, Tensor::scalar(3.0f32))?, true)?;

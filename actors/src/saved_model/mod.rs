@@ -20,9 +20,9 @@
 //! model's [`Signature`]s then name its inputs and outputs:
 //!
 //! ```no_run
-//! # fn main() -> actorflow_graph::Result<()> {
+//! # fn main() -> graph::Result<()> {
 //! use actorflow_actors::saved_model::SavedModel;
-//! use actorflow_graph::Tensor;
+//! use graph::Tensor;
 //! let model = SavedModel::load("export/1", &["serve"])?;
 //! let sig = &model.signatures()["serving_default"];
 //! println!("{:?} -> {:?}", sig.inputs, sig.outputs);
