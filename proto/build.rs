@@ -13,6 +13,8 @@ use std::path::Path;
 /// Every file to compile; the files they import are found under `protos/`.
 const PROTOS: &[&str] = &[
     "actorflow/transport.proto",
+    "tensorflow/core/example/example.proto",
+    "tensorflow/core/example/feature.proto",
     "tensorflow/core/framework/allocation_description.proto",
     "tensorflow/core/framework/attr_value.proto",
     "tensorflow/core/framework/cost_graph.proto",
