@@ -50,6 +50,26 @@ const PROTOS: &[&str] = &[
     "tensorflow/core/protobuf/worker.proto",
     "tensorflow/core/protobuf/worker_service.proto",
     "tensorflow/core/util/event.proto",
+    "tensorflow_serving/apis/classification.proto",
+    "tensorflow_serving/apis/get_model_metadata.proto",
+    "tensorflow_serving/apis/get_model_status.proto",
+    "tensorflow_serving/apis/inference.proto",
+    "tensorflow_serving/apis/input.proto",
+    "tensorflow_serving/apis/logging.proto",
+    "tensorflow_serving/apis/model.proto",
+    "tensorflow_serving/apis/model_management.proto",
+    "tensorflow_serving/apis/model_service.proto",
+    "tensorflow_serving/apis/predict.proto",
+    "tensorflow_serving/apis/prediction_log.proto",
+    "tensorflow_serving/apis/prediction_service.proto",
+    "tensorflow_serving/apis/regression.proto",
+    "tensorflow_serving/apis/session_service.proto",
+    "tensorflow_serving/apis/status.proto",
+    "tensorflow_serving/config/file_system_storage_path_source.proto",
+    "tensorflow_serving/config/log_collector_config.proto",
+    "tensorflow_serving/config/logging_config.proto",
+    "tensorflow_serving/config/model_server_config.proto",
+    "tensorflow_serving/servables/tensorflow/session_bundle_config.proto",
     "xla/tsl/protobuf/error_codes.proto",
     "xla/tsl/protobuf/histogram.proto",
     "xla/tsl/protobuf/rpc_options.proto",
@@ -63,10 +83,12 @@ const SHARED_BYTES: &[&str] = &[
 ];
 
 /// Oneof members boxed to keep their enums small (a `TensorProto` is a few hundred
-/// bytes; the other members are a few words).
+/// bytes, a `SessionRunLog`, with its `RunOptions`, about 500; the other members
+/// are at most half that).
 const BOXED: &[&str] = &[
     ".tensorflow.AttrValue.value.tensor",
     ".tensorflow.Summary.Value.value.tensor",
+    ".tensorflow.serving.PredictionLog.log_type.session_run_log",
 ];
 
 /// Fields TensorFlow writes that actorflow neither reads nor writes (debug

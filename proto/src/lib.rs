@@ -1,7 +1,8 @@
 //! TensorFlow's protobuf messages and gRPC services, for every crate that speaks
 //! TensorFlow's formats: the graph importer (`GraphDef`, `TensorProto`), the
-//! TensorBoard writer (`Event`, `Summary`), and the distributed runtime
-//! (`MasterService`, `WorkerService`).
+//! TensorBoard writer (`Event`, `Summary`), the distributed runtime
+//! (`MasterService`, `WorkerService`), and the model server (TensorFlow Serving's
+//! `PredictionService`, `ModelService` and configuration files).
 //!
 //! The messages are generated at build time (prost, through `build.rs` and protox,
 //! with no system `protoc`) from actorflow's own `.proto` files under `protos/`,
@@ -18,11 +19,20 @@
 //!   [`worker_service_server`](tensorflow::worker_service_server) modules).
 //! - [`tensorflow::error`]: package `tensorflow.error`, the canonical status
 //!   [`Code`](tensorflow::error::Code).
+//! - [`tensorflow::serving`]: package `tensorflow.serving`, TensorFlow Serving's
+//!   requests and responses (`PredictRequest`, ...), warmup records
+//!   (`PredictionLog`), configuration files (`ModelServerConfig`,
+//!   `BatchingParameters`) and the
+//!   [`prediction_service_server`](tensorflow::serving::prediction_service_server) /
+//!   [`prediction_service_client`](tensorflow::serving::prediction_service_client)
+//!   and [`model_service_server`](tensorflow::serving::model_service_server) /
+//!   [`model_service_client`](tensorflow::serving::model_service_client) modules
+//!   (`/tensorflow.serving.PredictionService/Predict`, ...).
 //! - [`text`]: the protobuf text format of every message, by reflection over
 //!   the descriptors the messages were generated from
 //!   ([`text::descriptor_pool`]).
 //!
-//! Both services are declared in package `tensorflow` (TensorFlow's files say
+//! The master and worker services are declared in package `tensorflow` (TensorFlow's files say
 //! `tensorflow.grpc`), so their method paths are the ones TensorFlow's processes
 //! serve and call: `/tensorflow.MasterService/RunStep`,
 //! `/tensorflow.WorkerService/RecvTensor`, ... The generated code sets no message
@@ -34,9 +44,13 @@
 //! Conventions of the generated code: maps are `BTreeMap`s (deterministic
 //! encoding); `TensorProto.tensor_content` and `TensorProto.string_val` are
 //! `bytes::Bytes`; the `tensor` members of the `AttrValue` and `Summary.Value`
-//! oneofs are boxed; enum fields are `i32` (proto3 enums are open) with typed
+//! oneofs and `PredictionLog`'s `session_run_log` are boxed; enum fields are `i32` (proto3 enums are open) with typed
 //! getters and setters; every message implements [`prost::Name`] (type URLs
-//! `type.googleapis.com/<full name>`).
+//! `type.googleapis.com/<full name>`). The well-known types are `prost_types`'
+//! (`google.protobuf.Any` is [`prost_types::Any`]) and the wrappers are Rust's
+//! own: a `google.protobuf.Int64Value` field is an `Option<i64>`, a
+//! `StringValue` an `Option<String>`, a `BoolValue` an `Option<bool>`; in a
+//! oneof, the bare value (`ModelSpec`'s `VersionChoice::Version(i64)`).
 //!
 //! ```
 //! use actorflow_proto::tensorflow::{GraphDef, NodeDef};
@@ -71,6 +85,12 @@ pub mod tensorflow {
     /// Package `tensorflow.error`: the canonical status codes.
     pub mod error {
         include!(concat!(env!("OUT_DIR"), "/tensorflow.error.rs"));
+    }
+
+    /// Package `tensorflow.serving`: TensorFlow Serving's messages, its model
+    /// server's configuration files and its two services; see the crate docs.
+    pub mod serving {
+        include!(concat!(env!("OUT_DIR"), "/tensorflow.serving.rs"));
     }
 }
 
