@@ -1,6 +1,8 @@
 //! Wire-level checks: hand-computed protobuf bytes of the key messages decode to
 //! the expected fields (a wrong field number or type in a `.proto` file fails
-//! here), messages round-trip, and the services have TensorFlow's method paths.
+//! here), messages round-trip, and the services have TensorFlow's method paths;
+//! TensorFlow Serving's messages encode to the bytes its Python package writes,
+//! and its configuration files parse.
 
 use std::collections::BTreeMap;
 
@@ -323,4 +325,307 @@ fn service_paths_are_tensorflows() {
         assert!(code.contains(path), "no {path} in the generated clients");
     }
     assert!(!code.contains("tensorflow.grpc."));
+}
+
+// TensorFlow Serving (package tensorflow.serving).
+
+/// A model config file as TensorFlow Serving reads it (--model_config_file).
+/// tests/tf_interop/make_serving_proto_bytes.py has the same text.
+const SERVING_MODEL_CONFIG: &str = "\
+# Two models, as in TensorFlow Serving's model config files.
+model_config_list {
+  config {
+    name: 'resnet'
+    base_path: '/models/resnet'
+    model_platform: 'tensorflow'
+    model_version_policy {
+      specific {
+        versions: 1
+        versions: 2
+      }
+    }
+    version_labels {
+      key: 'stable'
+      value: 1
+    }
+    version_labels {
+      key: 'canary'
+      value: 2
+    }
+  }
+  config {
+    name: 'half_plus_two'
+    base_path: '/models/half_plus_two'
+    model_platform: \"tensorflow\"
+    model_version_policy {
+      latest {
+        num_versions: 2
+      }
+    }
+  }
+}
+";
+
+/// What TensorFlow Serving's Python messages (tensorflow-serving-api 2.21)
+/// serialize, printed by tests/tf_interop/make_serving_proto_bytes.py: the
+/// `PredictRequest` of [`serving_predict_request_bytes_are_tf_servings`] and
+/// [`SERVING_MODEL_CONFIG`] parsed by protobuf's Python text_format.
+const PREDICT_REQUEST_HEX: &str = "0a180a016d120208031a0f73657276696e675f64656661756c74\
+    121b0a0178121608011208120208011202080222080000803f00000040";
+const MODEL_SERVER_CONFIG_HEX: &str = "0a82010a450a067265736e6574120e2f6d6f64656c732f72657\
+    36e6574220a74656e736f72666c6f773a07b206040a020102420a0a0663616e6172791002420a0a0673\
+    7461626c6510010a390a0d68616c665f706c75735f74776f12152f6d6f64656c732f68616c665f706c7\
+    5735f74776f220a74656e736f72666c6f773a05a206020802";
+
+fn unhex(s: &str) -> Vec<u8> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    digits
+        .chunks(2)
+        .map(|d| u8::from_str_radix(std::str::from_utf8(d).unwrap(), 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn serving_model_config_parses_tf_servings_text() {
+    use serving::file_system_storage_path_source_config::servable_version_policy::{
+        Latest, PolicyChoice, Specific,
+    };
+    use serving::model_server_config::Config;
+
+    let c: serving::ModelServerConfig = crate::text::from_text(SERVING_MODEL_CONFIG).unwrap();
+    let Some(Config::ModelConfigList(list)) = &c.config else {
+        panic!("no model_config_list: {c:?}");
+    };
+    let [resnet, hpt] = &list.config[..] else {
+        panic!("not two models: {list:?}");
+    };
+    assert_eq!(resnet.name, "resnet");
+    assert_eq!(resnet.base_path, "/models/resnet");
+    assert_eq!(resnet.model_platform, "tensorflow");
+    assert_eq!(
+        resnet.model_version_policy.as_ref().unwrap().policy_choice,
+        Some(PolicyChoice::Specific(Specific {
+            versions: vec![1, 2]
+        }))
+    );
+    assert_eq!(
+        resnet.version_labels,
+        BTreeMap::from([("canary".to_string(), 2), ("stable".to_string(), 1)])
+    );
+    assert_eq!(resnet.logging_config, None);
+    assert_eq!(hpt.name, "half_plus_two");
+    assert_eq!(hpt.base_path, "/models/half_plus_two");
+    assert_eq!(hpt.model_platform, "tensorflow");
+    assert_eq!(
+        hpt.model_version_policy.as_ref().unwrap().policy_choice,
+        Some(PolicyChoice::Latest(Latest { num_versions: 2 }))
+    );
+    assert!(hpt.version_labels.is_empty());
+    // The bytes of TensorFlow Serving's own parse of the same text.
+    assert_eq!(c.encode_to_vec(), unhex(MODEL_SERVER_CONFIG_HEX));
+    // And back through the text format.
+    let text = crate::text::to_text(&c);
+    assert_eq!(
+        crate::text::from_text::<serving::ModelServerConfig>(&text).unwrap(),
+        c
+    );
+    // `all {}`, and a field TF Serving does not declare, which it refuses too.
+    let all: serving::ModelServerConfig = crate::text::from_text(
+        "model_config_list { config { name: 'a' model_version_policy { all {} } } }",
+    )
+    .unwrap();
+    let Some(Config::ModelConfigList(list)) = all.config else {
+        panic!("no model_config_list");
+    };
+    assert!(matches!(
+        list.config[0]
+            .model_version_policy
+            .as_ref()
+            .unwrap()
+            .policy_choice,
+        Some(PolicyChoice::All(_))
+    ));
+    assert!(crate::text::from_text::<serving::ModelServerConfig>(
+        "model_config_list { config { name: 'a' version: 1 } }"
+    )
+    .is_err());
+}
+
+#[test]
+fn serving_batching_parameters_parse_tf_servings_text() {
+    let p: serving::BatchingParameters = crate::text::from_text(
+        "max_batch_size { value: 32 }\n\
+         batch_timeout_micros { value: 1000 }\n\
+         max_enqueued_batches { value: 100 }\n\
+         num_batch_threads { value: 4 }\n\
+         thread_pool_name { value: 'batch_threads' }\n\
+         allowed_batch_sizes: 8\n\
+         allowed_batch_sizes: 32\n\
+         pad_variable_length_inputs: true\n",
+    )
+    .unwrap();
+    assert_eq!(p.max_batch_size, Some(32));
+    assert_eq!(p.batch_timeout_micros, Some(1000));
+    assert_eq!(p.max_enqueued_batches, Some(100));
+    assert_eq!(p.num_batch_threads, Some(4));
+    assert_eq!(p.thread_pool_name.as_deref(), Some("batch_threads"));
+    assert_eq!(p.allowed_batch_sizes, [8, 32]);
+    assert!(p.pad_variable_length_inputs);
+    // Unset wrappers are None, not zero; set to zero, they are Some(0).
+    assert_eq!(p.enable_large_batch_splitting, None);
+    assert_eq!(p.max_execution_batch_size, None);
+    let zero: serving::BatchingParameters = crate::text::from_text("max_batch_size { }").unwrap();
+    assert_eq!(zero.max_batch_size, Some(0));
+    // Wire: max_batch_size (1) as an Int64Value { value (1) }, and the
+    // allowed_batch_sizes (6) packed.
+    let wire = serving::BatchingParameters {
+        max_batch_size: Some(32),
+        allowed_batch_sizes: vec![8, 32],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    assert_eq!(wire, [0x0a, 2, 0x08, 32, 0x32, 2, 8, 32]);
+}
+
+#[test]
+fn serving_predict_request_bytes_are_tf_servings() {
+    use serving::model_spec::VersionChoice;
+
+    // What the Python client sends: tf.make_tensor_proto([[1.0, 2.0]]).
+    let x = TensorProto {
+        dtype: DataType::DtFloat as i32,
+        tensor_shape: Some(TensorShapeProto {
+            dim: [1, 2]
+                .map(|size| Dim {
+                    size,
+                    name: String::new(),
+                })
+                .to_vec(),
+            unknown_rank: false,
+        }),
+        tensor_content: Bytes::from_static(&[0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]),
+        ..Default::default()
+    };
+    let request = serving::PredictRequest {
+        model_spec: Some(serving::ModelSpec {
+            name: "m".into(),
+            version_choice: Some(VersionChoice::Version(3)),
+            signature_name: "serving_default".into(),
+        }),
+        inputs: BTreeMap::from([("x".to_string(), x)]),
+        output_filter: vec![],
+    };
+    let expected = unhex(PREDICT_REQUEST_HEX);
+    assert_eq!(request.encode_to_vec(), expected);
+    assert_eq!(
+        serving::PredictRequest::decode(expected.as_slice()).unwrap(),
+        request
+    );
+    // Version 0 is sent (an empty Int64Value), not dropped.
+    let v0 = serving::ModelSpec {
+        version_choice: Some(VersionChoice::Version(0)),
+        ..Default::default()
+    };
+    assert_eq!(v0.encode_to_vec(), [0x12, 0]);
+    assert_eq!(serving::ModelSpec::decode(&[0x12, 0][..]).unwrap(), v0);
+}
+
+#[test]
+fn serving_warmup_record_decodes() {
+    use serving::prediction_log::LogType;
+
+    // PredictionLog { predict_log (6) { request (1) { model_spec (1) {
+    // name (1): "m" } output_filter (3): "y" } } }
+    let bytes = [0x32, 10, 0x0a, 8, 0x0a, 3, 0x0a, 1, b'm', 0x1a, 1, b'y'];
+    let log = serving::PredictionLog::decode(&bytes[..]).unwrap();
+    let Some(LogType::PredictLog(p)) = log.log_type else {
+        panic!("not a predict_log: {log:?}");
+    };
+    let request = p.request.unwrap();
+    assert_eq!(request.model_spec.unwrap().name, "m");
+    assert_eq!(request.output_filter, ["y"]);
+    // The other members' numbers.
+    for (member, tag) in [
+        (LogType::ClassifyLog(Default::default()), 0x12),
+        (LogType::RegressLog(Default::default()), 0x1a),
+        (LogType::MultiInferenceLog(Default::default()), 0x22),
+        (LogType::SessionRunLog(Default::default()), 0x2a),
+        (LogType::PredictStreamedLog(Default::default()), 0x3a),
+    ] {
+        let log = serving::PredictionLog {
+            log_metadata: None,
+            log_type: Some(member),
+        };
+        assert_eq!(log.encode_to_vec(), [tag, 0]);
+    }
+}
+
+#[test]
+fn serving_model_status_numbers() {
+    use serving::model_version_status::State;
+
+    assert_eq!(
+        [
+            State::Unknown,
+            State::Start,
+            State::Loading,
+            State::Available,
+            State::Unloading,
+            State::End
+        ]
+        .map(|s| s as i32),
+        [0, 10, 20, 30, 40, 50]
+    );
+    let status = serving::ModelVersionStatus {
+        version: 2,
+        state: State::Available as i32,
+        status: Some(serving::StatusProto {
+            error_code: Code::NotFound as i32,
+            error_message: "x".into(),
+        }),
+    };
+    // version (1), state (2), status (3) { error_code (1), error_message (2) }
+    assert_eq!(
+        status.encode_to_vec(),
+        [0x08, 2, 0x10, 30, 0x1a, 5, 0x08, 5, 0x12, 1, b'x']
+    );
+}
+
+#[test]
+fn serving_metadata_any_has_tf_servings_type_url() {
+    // The Python client unpacks metadata["signature_def"] as a SignatureDefMap,
+    // which checks the type URL's message name.
+    let map = serving::SignatureDefMap {
+        signature_def: BTreeMap::from([("serving_default".to_string(), SignatureDef::default())]),
+    };
+    let any = prost_types::Any::from_msg(&map).unwrap();
+    assert_eq!(
+        any.type_url,
+        "type.googleapis.com/tensorflow.serving.SignatureDefMap"
+    );
+    assert_eq!(any.to_msg::<serving::SignatureDefMap>().unwrap(), map);
+}
+
+#[test]
+fn serving_service_paths_are_tf_servings() {
+    assert_eq!(
+        serving::prediction_service_server::SERVICE_NAME,
+        "tensorflow.serving.PredictionService"
+    );
+    assert_eq!(
+        serving::model_service_server::SERVICE_NAME,
+        "tensorflow.serving.ModelService"
+    );
+    let code = include_str!(concat!(env!("OUT_DIR"), "/tensorflow.serving.rs"));
+    for path in [
+        "\"/tensorflow.serving.PredictionService/Classify\"",
+        "\"/tensorflow.serving.PredictionService/Regress\"",
+        "\"/tensorflow.serving.PredictionService/Predict\"",
+        "\"/tensorflow.serving.PredictionService/MultiInference\"",
+        "\"/tensorflow.serving.PredictionService/GetModelMetadata\"",
+        "\"/tensorflow.serving.ModelService/GetModelStatus\"",
+        "\"/tensorflow.serving.ModelService/HandleReloadConfigRequest\"",
+    ] {
+        assert!(code.contains(path), "no {path} in the generated clients");
+    }
 }
