@@ -20,6 +20,7 @@ pub mod cpu;
 pub mod entry;
 pub mod op_kernel;
 pub mod queue;
+pub mod record;
 pub mod registry;
 pub mod resource;
 pub mod testutil;

@@ -143,7 +143,10 @@ impl ModelConfig {
 /// `InvalidArgument`.
 pub fn read_model_config_file(path: &Path) -> Result<Vec<ModelConfig>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Status::not_found(format!("cannot read model config file {}: {e}", path.display()))
+        Status::not_found(format!(
+            "cannot read model config file {}: {e}",
+            path.display()
+        ))
     })?;
     let p: pb::ModelServerConfig = proto::text::from_text(&text)
         .map_err(|e| Status::invalid_argument(format!("{}: {e}", path.display())))?;

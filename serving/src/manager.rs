@@ -136,9 +136,7 @@ impl Models {
             VersionRequest::Specific(v) => model.and_then(|m| m.available.get(v)),
             VersionRequest::Label(l) => {
                 let v = model.and_then(|m| m.labels.get(l)).ok_or_else(|| {
-                    Status::invalid_argument(format!(
-                        "Unrecognized servable version label: {l}"
-                    ))
+                    Status::invalid_argument(format!("Unrecognized servable version label: {l}"))
                 })?;
                 model.and_then(|m| m.available.get(v))
             }
@@ -155,7 +153,11 @@ impl Models {
 
     /// The status of every version of `name` the manager knows (ascending), or
     /// of one version, or of the version a label names.
-    pub fn status(&self, name: &str, version: Option<&VersionRequest>) -> Result<Vec<VersionStatus>> {
+    pub fn status(
+        &self,
+        name: &str,
+        version: Option<&VersionRequest>,
+    ) -> Result<Vec<VersionStatus>> {
         let map = self.map.load();
         let model = map
             .models
@@ -204,7 +206,11 @@ impl Models {
 
     /// Waits until `check` holds of the published map, polling every 2 ms;
     /// `DeadlineExceeded` after `timeout`.
-    pub fn wait_for(&self, timeout: Duration, mut check: impl FnMut(&Models) -> bool) -> Result<()> {
+    pub fn wait_for(
+        &self,
+        timeout: Duration,
+        mut check: impl FnMut(&Models) -> bool,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             if check(self) {
@@ -502,7 +508,11 @@ pub struct Manager {
 
 impl Manager {
     /// Starts the manager with `num_load_threads` load threads calling `loader`.
-    pub fn start(loader: Loader, num_load_threads: usize, metrics: Option<Arc<Metrics>>) -> Result<Manager> {
+    pub fn start(
+        loader: Loader,
+        num_load_threads: usize,
+        metrics: Option<Arc<Metrics>>,
+    ) -> Result<Manager> {
         let (tx, rx) = unbounded::<ManagerMsg>();
         let models = Models::default();
         let (load_tx, load_rx) = unbounded::<(ServableId, PathBuf)>();
@@ -514,7 +524,9 @@ impl Manager {
             std::thread::Builder::new()
                 .name(format!("actorflow-serve-load-{i}"))
                 .spawn(move || load_loop(rx, back, loader, metrics))
-                .map_err(|e| Status::resource_exhausted(format!("cannot start a load thread: {e}")))?;
+                .map_err(|e| {
+                    Status::resource_exhausted(format!("cannot start a load thread: {e}"))
+                })?;
         }
         let host = Host {
             state: ManagerState::new(),

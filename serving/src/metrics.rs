@@ -197,7 +197,10 @@ impl Metrics {
     pub fn load(&self, model: &str, ok: bool, took: Duration) {
         let event = if ok { "load" } else { "load_failure" };
         self.load_events
-            .get_or_create(&[("model_name", model.to_owned()), ("event", event.to_owned())])
+            .get_or_create(&[
+                ("model_name", model.to_owned()),
+                ("event", event.to_owned()),
+            ])
             .inc();
         if ok {
             self.load_latency
@@ -261,8 +264,20 @@ mod tests {
     #[test]
     fn counts_appear_in_the_exposition() {
         let m = Metrics::new();
-        m.request("mlp", "predict", Entrypoint::Rest, None, Duration::from_micros(50));
-        m.request("mlp", "predict", Entrypoint::Rest, None, Duration::from_micros(70));
+        m.request(
+            "mlp",
+            "predict",
+            Entrypoint::Rest,
+            None,
+            Duration::from_micros(50),
+        );
+        m.request(
+            "mlp",
+            "predict",
+            Entrypoint::Rest,
+            None,
+            Duration::from_micros(70),
+        );
         m.request(
             "mlp",
             "predict",

@@ -10,11 +10,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use actors::saved_model::{SavedModel, Signature, DEFAULT_SERVING_SIGNATURE_DEF_KEY, TAG_SERVE};
+use actors::saved_model::{
+    SavedModel, Signature, CLASSIFY_METHOD_NAME, DEFAULT_SERVING_SIGNATURE_DEF_KEY,
+    REGRESS_METHOD_NAME, TAG_SERVE,
+};
 use actors::{RunArgs, Session, SessionOptions};
-use graph::{Result, Status, Tensor};
+use graph::{DType, Result, Status, Tensor};
+use prost::Message;
+use proto::tensorflow::serving as pb;
 
-use crate::batching::{Batcher, BatchRunner};
+use crate::batching::{BatchRunner, Batcher};
 use crate::config::BatchingOptions;
 use crate::metrics::Metrics;
 
@@ -89,9 +94,7 @@ impl Servable {
                     signature: sig.clone(),
                     key: key.clone(),
                 };
-                let hook = metrics
-                    .as_ref()
-                    .map(|m| m.batch_hook(&id.name, key));
+                let hook = metrics.as_ref().map(|m| m.batch_hook(&id.name, key));
                 batchers.insert(
                     key.clone(),
                     Batcher::new(options.clone(), Arc::new(runner), hook),
@@ -146,24 +149,13 @@ impl Servable {
     ) -> Result<Prediction> {
         let (key, sig) = self.signature(signature)?;
         let outputs = output_keys(key, sig, output_filter)?;
-        let refs: Vec<(&str, Tensor)> = inputs.iter().map(|(k, t)| (k.as_str(), t.clone())).collect();
-        // Validates keys, dtypes and shapes, and fills defaults.
-        sig.feeds(key, &refs)?;
-        let mut values = match self.batchers.get(key) {
-            Some(b) => b.submit(inputs).await?,
-            None => {
-                let runner = SignatureRunner {
-                    session: self.model.session().clone(),
-                    signature: sig.clone(),
-                    key: key.to_owned(),
-                };
-                runner.run_outputs(inputs, &outputs).await?
-            }
-        };
+        let mut values = self.run_signature(key, sig, inputs, &outputs).await?;
         let mut out = BTreeMap::new();
         for k in outputs {
             let t = values.remove(&k).ok_or_else(|| {
-                Status::internal(format!("output '{k}' of signature '{key}' was not computed"))
+                Status::internal(format!(
+                    "output '{k}' of signature '{key}' was not computed"
+                ))
             })?;
             out.insert(k, t);
         }
@@ -171,6 +163,185 @@ impl Servable {
             signature: key.to_owned(),
             outputs: out,
         })
+    }
+
+    /// Runs signature `key` on `inputs` (checked against it first: unknown,
+    /// missing or repeated keys, dtypes, shapes are `InvalidArgument`), through
+    /// its batcher when batching is on, and returns at least `outputs`.
+    async fn run_signature(
+        &self,
+        key: &str,
+        sig: &Signature,
+        inputs: Vec<(String, Tensor)>,
+        outputs: &[String],
+    ) -> Result<BTreeMap<String, Tensor>> {
+        let refs: Vec<(&str, Tensor)> = inputs
+            .iter()
+            .map(|(k, t)| (k.as_str(), t.clone()))
+            .collect();
+        sig.feeds(key, &refs)?;
+        match self.batchers.get(key) {
+            Some(b) => b.submit(inputs).await,
+            None => {
+                let runner = SignatureRunner {
+                    session: self.model.session().clone(),
+                    signature: sig.clone(),
+                    key: key.to_owned(),
+                };
+                runner.run_outputs(inputs, outputs).await
+            }
+        }
+    }
+
+    /// Classifies the examples of `input` with signature `signature` (a
+    /// `tensorflow/serving/classify` signature: one input of serialized
+    /// `tf.Example`s, outputs `classes` and/or `scores` of shape
+    /// `[examples, classes]`), as TensorFlow Serving's classifier does; returns
+    /// the signature key that ran and one `Classifications` per example.
+    pub async fn classify(
+        &self,
+        signature: &str,
+        input: &pb::Input,
+    ) -> Result<(String, pb::ClassificationResult)> {
+        let (key, sig) = self.signature(signature)?;
+        check_method(sig, CLASSIFY_METHOD_NAME, "classification")?;
+        let in_key = single_input(sig)?;
+        if sig.outputs.is_empty() || sig.outputs.len() > 2 {
+            return Err(Status::invalid_argument(format!(
+                "Expected one or two output Tensors, found {}",
+                sig.outputs.len()
+            )));
+        }
+        let has_classes = sig.outputs.contains_key(CLASSIFY_OUTPUT_CLASSES);
+        let has_scores = sig.outputs.contains_key(CLASSIFY_OUTPUT_SCORES);
+        if !has_classes && !has_scores {
+            return Err(Status::invalid_argument(format!(
+                "Expected classification signature outputs to contain at least one of {CLASSIFY_OUTPUT_CLASSES}, {CLASSIFY_OUTPUT_SCORES}."
+            )));
+        }
+        let examples = serialized_examples(input)?;
+        let n = examples.dims()[0];
+        let outputs: Vec<String> = [CLASSIFY_OUTPUT_CLASSES, CLASSIFY_OUTPUT_SCORES]
+            .into_iter()
+            .filter(|k| sig.outputs.contains_key(*k))
+            .map(str::to_owned)
+            .collect();
+        let values = self
+            .run_signature(key, sig, vec![(in_key, examples)], &outputs)
+            .await?;
+        let classes = values.get(CLASSIFY_OUTPUT_CLASSES);
+        let scores = values.get(CLASSIFY_OUTPUT_SCORES);
+        let width = |t: &Tensor, what: &str| -> Result<usize> {
+            if t.rank() != 2 || t.dims()[0] != n {
+                return Err(Status::invalid_argument(format!(
+                    "Expected {what} Tensor shape: [batch_size num_classes] but got {}",
+                    t.shape()
+                )));
+            }
+            Ok(t.dims()[1])
+        };
+        let mut num_classes = None;
+        let labels = match classes {
+            Some(t) => {
+                if t.dtype() != DType::String {
+                    return Err(Status::invalid_argument(format!(
+                        "Expected classes Tensor of DT_STRING. Got: {}",
+                        t.dtype()
+                    )));
+                }
+                num_classes = Some(width(t, "classes")?);
+                Some(t.as_strings()?)
+            }
+            None => None,
+        };
+        let score_values = match scores {
+            Some(t) => {
+                if t.dtype() != DType::F32 {
+                    return Err(Status::invalid_argument(format!(
+                        "Expected scores Tensor of DT_FLOAT. Got: {}",
+                        t.dtype()
+                    )));
+                }
+                let w = width(t, "scores")?;
+                if num_classes.is_some_and(|c| c != w) {
+                    return Err(Status::invalid_argument(format!(
+                        "Tensors class and score should match in dim[1]. Got {} vs. {w}",
+                        num_classes.unwrap_or(0)
+                    )));
+                }
+                num_classes = Some(w);
+                Some(t.as_slice::<f32>()?)
+            }
+            None => None,
+        };
+        let c = num_classes.unwrap_or(0);
+        let classifications = (0..n)
+            .map(|i| pb::Classifications {
+                classes: (0..c)
+                    .map(|j| pb::Class {
+                        label: labels
+                            .map(|l| String::from_utf8_lossy(&l[i * c + j]).into_owned())
+                            .unwrap_or_default(),
+                        score: score_values.map(|s| s[i * c + j]).unwrap_or(0.0),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok((key.to_owned(), pb::ClassificationResult { classifications }))
+    }
+
+    /// Regresses the examples of `input` with signature `signature` (a
+    /// `tensorflow/serving/regress` signature: one input of serialized
+    /// `tf.Example`s, output `outputs` of shape `[examples]` or
+    /// `[examples, 1]`), as TensorFlow Serving's regressor does.
+    pub async fn regress(
+        &self,
+        signature: &str,
+        input: &pb::Input,
+    ) -> Result<(String, pb::RegressionResult)> {
+        let (key, sig) = self.signature(signature)?;
+        check_method(sig, REGRESS_METHOD_NAME, "regression")?;
+        let in_key = single_input(sig)?;
+        if sig.outputs.len() != 1 {
+            return Err(Status::invalid_argument(format!(
+                "Expected one output Tensor, found {}",
+                sig.outputs.len()
+            )));
+        }
+        if !sig.outputs.contains_key(REGRESS_OUTPUTS) {
+            return Err(Status::invalid_argument(format!(
+                "No output Tensor named {REGRESS_OUTPUTS} in the regression signature."
+            )));
+        }
+        let examples = serialized_examples(input)?;
+        let n = examples.dims()[0];
+        let outputs = vec![REGRESS_OUTPUTS.to_owned()];
+        let values = self
+            .run_signature(key, sig, vec![(in_key, examples)], &outputs)
+            .await?;
+        let t = values.get(REGRESS_OUTPUTS).ok_or_else(|| {
+            Status::internal(format!("output '{REGRESS_OUTPUTS}' was not computed"))
+        })?;
+        let shape_ok = (t.rank() == 1 && t.dims()[0] == n)
+            || (t.rank() == 2 && t.dims()[0] == n && t.dims()[1] == 1);
+        if !shape_ok {
+            return Err(Status::invalid_argument(format!(
+                "Expected output Tensor shape to be either [batch_size] or [batch_size, 1] but got {}",
+                t.shape()
+            )));
+        }
+        if t.dtype() != DType::F32 {
+            return Err(Status::invalid_argument(format!(
+                "Expected output Tensor of DT_FLOAT. Got: {}",
+                t.dtype()
+            )));
+        }
+        let regressions = t
+            .as_slice::<f32>()?
+            .iter()
+            .map(|&value| pb::Regression { value })
+            .collect();
+        Ok((key.to_owned(), pb::RegressionResult { regressions }))
     }
 
     /// The metrics this servable reports to, if any.
@@ -202,6 +373,77 @@ fn output_keys(key: &str, sig: &Signature, filter: &[String]) -> Result<Vec<Stri
     Ok(filter.to_vec())
 }
 
+/// The input key of classify signatures (TensorFlow's `signature_constants`).
+pub const CLASSIFY_INPUTS: &str = "inputs";
+/// The class-label output of classify signatures.
+pub const CLASSIFY_OUTPUT_CLASSES: &str = "classes";
+/// The score output of classify signatures.
+pub const CLASSIFY_OUTPUT_SCORES: &str = "scores";
+/// The output of regress signatures.
+pub const REGRESS_OUTPUTS: &str = "outputs";
+
+fn check_method(sig: &Signature, method: &str, what: &str) -> Result<()> {
+    if sig.method_name != method {
+        return Err(Status::invalid_argument(format!(
+            "Expected {what} signature method_name to be {method}. Was: {}",
+            sig.method_name
+        )));
+    }
+    Ok(())
+}
+
+/// The key of a classify or regress signature's one input.
+fn single_input(sig: &Signature) -> Result<String> {
+    if sig.inputs.len() != 1 {
+        return Err(Status::invalid_argument("Expected one input Tensor."));
+    }
+    let (k, spec) = sig
+        .inputs
+        .iter()
+        .next()
+        .ok_or_else(|| Status::invalid_argument("Expected one input Tensor."))?;
+    if spec.dtype != DType::String {
+        return Err(Status::invalid_argument(format!(
+            "Expected the input Tensor of DT_STRING (serialized tf.Examples), got {}",
+            spec.dtype
+        )));
+    }
+    Ok(k.clone())
+}
+
+/// The examples of `input` as a `[n]` string tensor of serialized
+/// `tf.Example`s. With a context, each example is the context's bytes followed
+/// by the example's, as TensorFlow Serving writes them: parsing merges the two,
+/// and the example's own features win.
+pub fn serialized_examples(input: &pb::Input) -> Result<Tensor> {
+    let serialized: Vec<Vec<u8>> = match &input.kind {
+        Some(pb::input::Kind::ExampleList(l)) => {
+            l.examples.iter().map(|e| e.encode_to_vec()).collect()
+        }
+        Some(pb::input::Kind::ExampleListWithContext(l)) => {
+            let context = l
+                .context
+                .as_ref()
+                .map(|c| c.encode_to_vec())
+                .unwrap_or_default();
+            l.examples
+                .iter()
+                .map(|e| {
+                    let mut b = context.clone();
+                    e.encode(&mut b).map(|_| b)
+                })
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Status::internal(format!("encoding an example: {e}")))?
+        }
+        None => return Err(Status::invalid_argument("Input is empty.")),
+    };
+    if serialized.is_empty() {
+        return Err(Status::invalid_argument("Input is empty."));
+    }
+    let n = serialized.len();
+    Tensor::from_strings(&[n], serialized)
+}
+
 /// Runs one signature of a session: what a batcher calls with a merged batch,
 /// and what an unbatched request calls directly.
 pub(crate) struct SignatureRunner {
@@ -214,7 +456,10 @@ impl SignatureRunner {
     /// The session step that runs the signature on `inputs` (by input key;
     /// defaults fill the rest) fetching `outputs` (by output key).
     fn args(&self, inputs: &[(String, Tensor)], outputs: &[String]) -> Result<RunArgs> {
-        let refs: Vec<(&str, Tensor)> = inputs.iter().map(|(k, t)| (k.as_str(), t.clone())).collect();
+        let refs: Vec<(&str, Tensor)> = inputs
+            .iter()
+            .map(|(k, t)| (k.as_str(), t.clone()))
+            .collect();
         let feeds = self.signature.feeds(&self.key, &refs)?;
         let mut fetches = Vec::with_capacity(outputs.len());
         for k in outputs {

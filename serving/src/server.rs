@@ -134,11 +134,18 @@ impl ModelServer {
             reload,
         });
         let tokio = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2))
+            .worker_threads(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+                    .max(2),
+            )
             .thread_name("actorflow-serve-api")
             .enable_all()
             .build()
-            .map_err(|e| Status::resource_exhausted(format!("cannot start the API runtime: {e}")))?;
+            .map_err(|e| {
+                Status::resource_exhausted(format!("cannot start the API runtime: {e}"))
+            })?;
         let bind = |port: u16, what: &str| -> Result<tokio::net::TcpListener> {
             let addr = SocketAddr::new(options.host, port);
             let l = std::net::TcpListener::bind(addr)
@@ -146,7 +153,8 @@ impl ModelServer {
             l.set_nonblocking(true)
                 .map_err(|e| Status::internal(format!("listener: {e}")))?;
             let _e = tokio.enter();
-            tokio::net::TcpListener::from_std(l).map_err(|e| Status::internal(format!("listener: {e}")))
+            tokio::net::TcpListener::from_std(l)
+                .map_err(|e| Status::internal(format!("listener: {e}")))
         };
         let grpc_listener = bind(options.grpc_port, "the gRPC API")?;
         let grpc_addr = grpc_listener
@@ -233,7 +241,13 @@ impl ModelServer {
     /// Waits until every configured model has a version available;
     /// `DeadlineExceeded` after `timeout`, naming the models and their states.
     pub fn wait_until_available(&self, timeout: Duration) -> Result<()> {
-        let names: Vec<String> = self.state.options.models.iter().map(|m| m.name.clone()).collect();
+        let names: Vec<String> = self
+            .state
+            .options
+            .models
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
         self.state.models.wait_for(timeout, |m| {
             names.iter().all(|n| !m.available_versions(n).is_empty())
         })

@@ -130,7 +130,8 @@ impl SourceState {
                 Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(Control::Configure(models)) => {
                     self.models = Arc::new(models);
-                    self.last.retain(|name, _| self.models.iter().any(|m| &m.name == name));
+                    self.last
+                        .retain(|name, _| self.models.iter().any(|m| &m.name == name));
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -207,7 +208,9 @@ mod tests {
             .collect();
         assert_eq!(got, vec![7, 10]);
         assert_eq!(
-            list_versions(&dir.path().join("missing")).unwrap_err().code(),
+            list_versions(&dir.path().join("missing"))
+                .unwrap_err()
+                .code(),
             graph::Code::NotFound
         );
     }

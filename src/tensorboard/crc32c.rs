@@ -3,11 +3,7 @@
 //! re-exported here.
 
 pub use kernels::cpu::checkpoint::crc32c::{crc32c, mask, unmask};
-
-/// The masked CRC-32C of `data`.
-pub fn masked_crc32c(data: &[u8]) -> u32 {
-    mask(crc32c(data))
-}
+pub use kernels::record::masked_crc32c;
 
 #[cfg(test)]
 mod tests {

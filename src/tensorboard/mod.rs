@@ -46,7 +46,9 @@
 //! Then `tensorboard --logdir LOGDIR` shows the same data in a browser.
 
 pub mod crc32c;
-pub mod record;
+/// TFRecord framing (in `kernels`, which TensorFlow Serving's warmup files
+/// and record readers share).
+pub use kernels::record;
 mod writer;
 
 pub use graph::proto::summary::{

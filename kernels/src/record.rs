@@ -1,4 +1,6 @@
-//! TFRecord framing, the container format of event files. Each record is
+//! TFRecord framing: the container format of TensorBoard event files, of
+//! TensorFlow Serving's warmup requests and of `TFRecordDataset` files. Each
+//! record is
 //!
 //! ```text
 //! u64   length of data, little-endian
@@ -12,7 +14,12 @@
 
 use graph::{Result, Status};
 
-use super::crc32c::masked_crc32c;
+use crate::cpu::checkpoint::crc32c::{crc32c, mask};
+
+/// The masked CRC-32C of `data`, as TFRecord stores it.
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    mask(crc32c(data))
+}
 
 /// Bytes of framing before a record's data.
 pub const HEADER_LEN: usize = 12;
