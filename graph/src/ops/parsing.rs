@@ -1,6 +1,7 @@
 //! Parsing ops (TensorFlow's `parsing_ops.cc` and `string_ops.cc`): `DecodeCSV`,
 //! `DecodeRaw` and `StringToNumber`, which turn the string records of a reader into
-//! numbers.
+//! numbers, and the `tf.Example` parsers ([`example`]: `ParseExample`,
+//! `ParseExampleV2`, `ParseSingleExample`).
 //!
 //! Naming the line of a malformed CSV record: `DecodeCSV` sees only the records,
 //! so its errors carry the record's index in the batch and its text. The pipeline
@@ -26,12 +27,20 @@
 //! assert_eq!(cols[1].dtype(), actorflow_graph::DType::F32);
 //! ```
 
+pub mod example;
+
+pub use example::{
+    parse_example, parse_example_v2, parse_single_example, DenseFeature, ExampleSpec,
+    ParsedFeatures, RaggedFeature, SparseFeature,
+};
+
 use crate::builder::{Output, Scope};
 use crate::op_def::{InferenceContext, OpDef, OpDefBuilder};
 use crate::{DType, OpRegistry, Result, Shape, Status};
 
 /// Registers the parsing ops.
 pub fn register_all_ops(r: &OpRegistry) {
+    example::register_all_ops(r);
     r.register(csv_attrs(
         OpDef::build("DecodeCSV").input("records: string"),
     ));
