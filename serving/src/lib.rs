@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod batching;
 pub mod config;
 pub mod grpc;
