@@ -43,6 +43,7 @@ pub use distributed;
 pub use graph;
 pub use kernels;
 pub use rendezvous;
+pub use serving;
 
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
 pub use actors::saved_model::{self, SavedModel, SavedModelBuilder, Signature, TensorSpec};

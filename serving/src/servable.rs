@@ -344,6 +344,12 @@ impl Servable {
         Ok((key.to_owned(), pb::RegressionResult { regressions }))
     }
 
+    /// How many batches its batchers have run (one session run each); 0
+    /// without batching.
+    pub fn batch_runs(&self) -> u64 {
+        self.batchers.values().map(Batcher::runs).sum()
+    }
+
     /// The metrics this servable reports to, if any.
     pub fn metrics(&self) -> Option<&Arc<Metrics>> {
         self.metrics.as_ref()

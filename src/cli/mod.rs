@@ -6,6 +6,7 @@
 //! - [`inspect`] — `actorflow inspect`: op histogram, placement, partitions, DOT/SVG.
 //! - [`bench`] — `actorflow bench`: the benchmark suite as a table or JSON.
 //! - [`server`] — `actorflow server`: one task of a cluster (master and worker).
+//! - [`serve`] — `actorflow serve`: a model server (TensorFlow Serving's flags and APIs).
 //!
 //! Failures print `error: CODE: message` to standard error and exit with the
 //! error's canonical code number (`INVALID_ARGUMENT` → 3, `NOT_FOUND` → 5, …);
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod inspect;
 pub mod run;
+pub mod serve;
 pub mod server;
 pub mod trace;
 
@@ -54,6 +56,9 @@ pub enum Command {
     /// Serve one task of a cluster (TensorFlow's MasterService and WorkerService
     /// over gRPC) until SIGINT or SIGTERM.
     Server(server::ServerArgs),
+    /// Serve SavedModels with TensorFlow Serving's REST and gRPC APIs: model
+    /// versions, labels, warmup and batching, until SIGINT or SIGTERM.
+    Serve(serve::ServeArgs),
 }
 
 /// How to load a graph and open a session on it (shared by the subcommands).
@@ -183,6 +188,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(a) => inspect::main(&a),
         Command::Bench(a) => bench::main(&a),
         Command::Server(a) => server::main(&a),
+        Command::Serve(a) => serve::main(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
