@@ -17,9 +17,9 @@
 //!
 //! # What it owns
 //!
-//! A [`Batcher`] owns `num_batch_threads` std threads, a [`BatchQueue`] (the
+//! A [`Batcher`] owns `num_batch_threads` std threads, a `BatchQueue` (the
 //! scheduling state machine: plain data, driven with explicit `now`s, so tests
-//! drive it deterministically) and a [`BatchProcessor`] (merging, running and
+//! drive it deterministically) and a `BatchProcessor` (merging, running and
 //! splitting one batch, also thread-free). Requests wait on a
 //! `tokio::sync::oneshot`, which needs no runtime: [`Batcher::new`] runs on plain
 //! load threads and [`Batcher::submit`] under any executor.
@@ -293,10 +293,23 @@ impl std::fmt::Debug for Batcher {
 impl Drop for Batcher {
     fn drop(&mut self) {
         let deadline = Instant::now() + JOIN_TIMEOUT;
+        // When a runner drops the last handle to its own batcher, the dropping
+        // thread is one of ours: it cannot wait for (or join) itself, and exits
+        // by itself once this returns and the queue is empty.
+        let me = std::thread::current().id();
+        let own = self
+            .threads
+            .iter()
+            .position(|h| h.as_ref().is_some_and(|h| h.thread().id() == me));
         let mut g = self.shared.lock();
         g.queue.drain();
         self.shared.work.notify_all();
-        while !g.exited.iter().all(|&e| e) {
+        while !g
+            .exited
+            .iter()
+            .enumerate()
+            .all(|(i, &e)| e || own == Some(i))
+        {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -310,6 +323,9 @@ impl Drop for Batcher {
         drop(g);
         for (i, slot) in self.threads.iter_mut().enumerate() {
             let Some(h) = slot.take() else { continue };
+            if own == Some(i) {
+                continue;
+            }
             if exited.get(i).copied().unwrap_or(false) {
                 // The thread has left its loop: joining takes microseconds.
                 let _ = h.join();
@@ -1768,6 +1784,37 @@ mod tests {
         assert_eq!(Arc::strong_count(&r), 1);
     }
 
+    #[tokio::test]
+    async fn a_runner_may_drop_the_last_handle_to_its_batcher() {
+        let (entered_tx, entered) = crossbeam::channel::unbounded();
+        let (release, release_rx) = crossbeam::channel::unbounded::<()>();
+        let (dropped_tx, dropped) = crossbeam::channel::unbounded();
+        let slot: Arc<Mutex<Option<Arc<Batcher>>>> = Arc::new(Mutex::new(None));
+        let s2 = Arc::clone(&slot);
+        let r = runner(move |inputs| {
+            let _ = entered_tx.send(());
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+            let start = Instant::now();
+            drop(s2.lock().unwrap().take());
+            let _ = dropped_tx.send(start.elapsed());
+            Ok(inputs.into_iter().collect())
+        });
+        let b = Arc::new(Batcher::new(options(1, Duration::ZERO, 10, 2), r, None));
+        *slot.lock().unwrap() = Some(Arc::clone(&b));
+        let b2 = Arc::clone(&b);
+        let h =
+            tokio::spawn(async move { b2.submit(vec![("x".to_owned(), iota(&[1], 0.0))]).await });
+        wait_for("the runner to start", || !entered.is_empty()).await;
+        // The caller goes away and the test lets go: the runner holds the last
+        // handle, and drops it on a batch thread.
+        h.abort();
+        assert!(h.await.unwrap_err().is_cancelled());
+        drop(b);
+        release.send(()).unwrap();
+        let took = dropped.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
     #[test]
     fn a_batcher_needs_no_ambient_runtime() {
         let b = Batcher::new(options(4, Duration::ZERO, 10, 1), identity(), None);
@@ -1779,6 +1826,10 @@ mod tests {
             .unwrap();
         assert_eq!(floats(&out["x"]), [0.0, 1.0, 2.0]);
         assert_eq!(b.runs(), 1);
+        let e = rt
+            .block_on(b.submit(vec![("x".to_owned(), Tensor::scalar(1.0f32))]))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
         drop(b);
     }
 }
