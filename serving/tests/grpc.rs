@@ -974,3 +974,47 @@ fn reload_config_adds_a_model_and_removes_the_first() {
     });
     server.stop();
 }
+
+#[test]
+fn stopping_with_a_client_connected_is_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
+    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = server.grpc_addr();
+    let mut p = rt.block_on(async {
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut p = PredictionServiceClient::new(channel);
+        p.predict(predict_request(
+            spec("m", None, ""),
+            &[("x", tensor_to_proto(&x()))],
+            &[],
+        ))
+        .await
+        .unwrap();
+        p
+    });
+    // The connection stays open, idle (its runtime answers the server's
+    // GOAWAY and PING), while the server stops.
+    let t = Instant::now();
+    server.stop();
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "stop took {:?}",
+        t.elapsed()
+    );
+    let after = rt.block_on(p.predict(predict_request(
+        spec("m", None, ""),
+        &[("x", tensor_to_proto(&x()))],
+        &[],
+    )));
+    assert_eq!(after.unwrap_err().code(), tonic::Code::Unavailable);
+}
