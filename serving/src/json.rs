@@ -399,7 +399,7 @@ fn signature_name(doc: &Document) -> Result<String> {
     }
 }
 
-/// `InvalidArgument`: "JSON Value: <value> <what>".
+/// `InvalidArgument`: "JSON Value: VALUE WHAT".
 fn format_error(value: Value<'_>, what: &str) -> Status {
     Status::invalid_argument(format!("JSON Value: {} {what}", debug_string(value)))
 }
@@ -1178,7 +1178,7 @@ pub mod reader {
 
     impl Document {
         /// Parses `json`. Errors are `InvalidArgument`: "JSON Parse error:
-        /// <rapidjson's message> at offset: <byte>".
+        /// MESSAGE at offset: OFFSET" with rapidjson's message and the byte offset.
         pub fn parse(json: &[u8]) -> Result<Document> {
             if json.is_empty() {
                 return Err(Status::invalid_argument(
