@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use actorflow_serving::json::writer::decimal_f32;
-use actorflow_serving::{ModelConfig, ModelServer, ServerOptions};
+use actorflow_serving::{BatchingOptions, ModelConfig, ModelServer, ServerOptions};
 use actors::saved_model::{
     MetaGraphOptions, SavedModel, SavedModelBuilder, Signature, TensorSpec, CLASSIFY_METHOD_NAME,
     PREDICT_METHOD_NAME, REGRESS_METHOD_NAME,
@@ -837,4 +837,47 @@ fn shutdown_stops_accepting_and_lets_the_request_in_flight_finish() {
     let r = receive(&mut BufReader::new(s));
     assert_eq!((r.status, r.text()), (200, want));
     stopping.join().unwrap();
+}
+
+#[test]
+fn concurrent_predicts_through_the_batcher_each_get_their_own_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = options(vec![ModelConfig::new(
+        "m",
+        base_path(tmp.path(), "m", "tf2_keras"),
+    )]);
+    o.batching = Some(BatchingOptions {
+        max_batch_size: 8,
+        batch_timeout: Duration::from_millis(20),
+        ..BatchingOptions::default()
+    });
+    o.enable_model_warmup = true;
+    let mut server = start(o);
+    let addr = rest_addr(&server);
+    // Eight different one-row requests at once, and what a local session
+    // answers each.
+    let requests: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            let row: Vec<f32> = (0..4).map(|j| (i * 4 + j) as f32 * 0.125 - 1.0).collect();
+            let want = local(
+                "tf2_keras",
+                &[("features", Tensor::new(&[1, 4], row.clone()).unwrap())],
+            );
+            let body = serde_json::json!({ "instances": [row] }).to_string();
+            (body, row_layout(&want["probs"]))
+        })
+        .collect();
+    let threads: Vec<_> = requests
+        .into_iter()
+        .map(|(body, want)| {
+            std::thread::spawn(move || {
+                let r = post(addr, "/v1/models/m:predict", &body);
+                assert_eq!((r.status, r.text()), (200, want));
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    server.stop();
 }
