@@ -423,23 +423,17 @@ fn single_input(sig: &Signature) -> Result<String> {
 /// and the example's own features win.
 pub fn serialized_examples(input: &pb::Input) -> Result<Tensor> {
     let serialized: Vec<Vec<u8>> = match &input.kind {
-        Some(pb::input::Kind::ExampleList(l)) => {
-            l.examples.iter().map(|e| e.encode_to_vec()).collect()
-        }
+        Some(pb::input::Kind::ExampleList(l)) => l.examples.iter().map(encode_example).collect(),
         Some(pb::input::Kind::ExampleListWithContext(l)) => {
-            let context = l
-                .context
-                .as_ref()
-                .map(|c| c.encode_to_vec())
-                .unwrap_or_default();
+            let context = l.context.as_ref().map(encode_example).unwrap_or_default();
             l.examples
                 .iter()
                 .map(|e| {
                     let mut b = context.clone();
-                    e.encode(&mut b).map(|_| b)
+                    b.extend_from_slice(&encode_example(e));
+                    b
                 })
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Status::internal(format!("encoding an example: {e}")))?
+                .collect()
         }
         None => return Err(Status::invalid_argument("Input is empty.")),
     };
@@ -448,6 +442,36 @@ pub fn serialized_examples(input: &pb::Input) -> Result<Tensor> {
     }
     let n = serialized.len();
     Tensor::from_strings(&[n], serialized)
+}
+
+/// `e`'s bytes as TensorFlow's C++ protobuf writes them: every feature map
+/// entry with its value, even an empty `Feature`. (prost leaves a default map
+/// value out, which protobuf allows, but TensorFlow's fast example parser
+/// refuses such an entry: "Could not parse example input".)
+fn encode_example(e: &proto::tensorflow::Example) -> Vec<u8> {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    let mut out = Vec::new();
+    let Some(features) = &e.features else {
+        return out;
+    };
+    let mut map = Vec::new();
+    for (name, feature) in &features.feature {
+        let value = feature.encode_to_vec();
+        let mut entry = Vec::with_capacity(name.len() + value.len() + 8);
+        encode_key(1, WireType::LengthDelimited, &mut entry);
+        encode_varint(name.len() as u64, &mut entry);
+        entry.extend_from_slice(name.as_bytes());
+        encode_key(2, WireType::LengthDelimited, &mut entry);
+        encode_varint(value.len() as u64, &mut entry);
+        entry.extend_from_slice(&value);
+        encode_key(1, WireType::LengthDelimited, &mut map);
+        encode_varint(entry.len() as u64, &mut map);
+        map.extend_from_slice(&entry);
+    }
+    encode_key(1, WireType::LengthDelimited, &mut out);
+    encode_varint(map.len() as u64, &mut out);
+    out.extend_from_slice(&map);
+    out
 }
 
 /// Runs one signature of a session: what a batcher calls with a merged batch,
@@ -499,5 +523,63 @@ impl BatchRunner for SignatureRunner {
         let args = self.args(&inputs, &outputs)?;
         let out = self.session.run_with(&args)?;
         Ok(outputs.into_iter().zip(out.outputs).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::tensorflow::{feature, BytesList, Example, Feature, Features};
+
+    #[test]
+    fn examples_are_written_as_tensorflow_writes_them() {
+        // Bytes from TensorFlow's Python protobuf (C++ layout):
+        // Example(features=Features(feature={"tag": Feature()})).SerializeToString()
+        let empty = Example {
+            features: Some(Features {
+                feature: [("tag".to_owned(), Feature { kind: None })]
+                    .into_iter()
+                    .collect(),
+            }),
+        };
+        assert_eq!(encode_example(&empty), b"\n\x09\n\x07\n\x03tag\x12\x00");
+        // A non-empty feature: the same bytes prost writes.
+        let one = Example {
+            features: Some(Features {
+                feature: [(
+                    "s".to_owned(),
+                    Feature {
+                        kind: Some(feature::Kind::BytesList(BytesList {
+                            value: vec![b"ab".to_vec()],
+                        })),
+                    },
+                )]
+                .into_iter()
+                .collect(),
+            }),
+        };
+        assert_eq!(encode_example(&one), one.encode_to_vec());
+        assert!(encode_example(&Example::default()).is_empty());
+        // With a context: the context's bytes, then the example's.
+        let input = pb::Input {
+            kind: Some(pb::input::Kind::ExampleListWithContext(
+                pb::ExampleListWithContext {
+                    examples: vec![one.clone(), empty.clone()],
+                    context: Some(empty.clone()),
+                },
+            )),
+        };
+        let t = serialized_examples(&input).unwrap();
+        assert_eq!(t.dims(), &[2]);
+        let s = t.as_strings().unwrap();
+        assert_eq!(
+            &s[0][..],
+            [encode_example(&empty), encode_example(&one)].concat()
+        );
+        let none = pb::Input { kind: None };
+        assert_eq!(
+            serialized_examples(&none).unwrap_err().code(),
+            graph::Code::InvalidArgument
+        );
     }
 }
