@@ -335,6 +335,9 @@ pub struct ServerOptions {
     pub rest_api_max_body_bytes: usize,
     /// The largest gRPC message accepted (ours: `--grpc_max_message_bytes`).
     pub grpc_max_message_bytes: usize,
+    /// `--allow_version_labels_for_unavailable_models`: let a reloaded config
+    /// label a version of a serving model that is not available (yet).
+    pub allow_version_labels_for_unavailable_models: bool,
     /// Options of every model's session.
     pub session: SessionOptions,
 }
@@ -353,6 +356,7 @@ impl Default for ServerOptions {
             rest_api_timeout: Duration::from_millis(30_000),
             rest_api_max_body_bytes: 64 << 20,
             grpc_max_message_bytes: 256 << 20,
+            allow_version_labels_for_unavailable_models: false,
             session: SessionOptions::default(),
         }
     }

@@ -108,6 +108,8 @@ impl ModelServer {
         let reload = {
             let source = Arc::clone(&source);
             let tx = manager.sender();
+            let serving = manager.models().clone();
+            let allow_unavailable = options.allow_version_labels_for_unavailable_models;
             Box::new(move |models: Vec<ModelConfig>| -> Result<()> {
                 let mut names = std::collections::BTreeSet::new();
                 for m in &models {
@@ -116,6 +118,9 @@ impl ModelServer {
                             "model '{}' is configured twice",
                             m.name
                         )));
+                    }
+                    if !allow_unavailable {
+                        check_labels(&serving, m)?;
                     }
                 }
                 tx.send(ManagerMsg::Configure(configure_msg(&models)))
@@ -307,6 +312,26 @@ impl Drop for ModelServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// As TensorFlow Serving checks a reloaded config: a label of a model that
+/// serves may only name a version of it that is available now (a model not
+/// serving yet may name any).
+fn check_labels(serving: &Models, m: &ModelConfig) -> Result<()> {
+    let available = serving.available_versions(&m.name);
+    if available.is_empty() {
+        return Ok(());
+    }
+    for (label, version) in &m.labels {
+        if !available.contains(version) {
+            return Err(Status::failed_precondition(format!(
+                "Request to assign label to version {version} of model {}, which is not \
+                 currently available for inference (label '{label}')",
+                m.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn configure_msg(models: &[ModelConfig]) -> Vec<(String, std::collections::BTreeMap<String, i64>)> {

@@ -296,6 +296,20 @@ fn labels_specific_versions_and_config_reloads() {
         Code::InvalidArgument
     );
 
+    // A label naming a version of "m" that is not available is refused, and
+    // changes nothing.
+    let bad = ModelConfig::new("m", &base)
+        .with_policy(VersionPolicy::Specific(vec![1, 2]))
+        .with_label("stable", 3);
+    assert_eq!(
+        server.reload(vec![bad]).unwrap_err().code(),
+        Code::FailedPrecondition
+    );
+    assert_eq!(
+        predict_scale(addr, "/v1/models/m/labels/stable:predict"),
+        Ok(1.0)
+    );
+
     // Reload: model "m" serves its latest version only, and a second model
     // "n" appears.
     let n_base = tmp.path().join("n");

@@ -66,6 +66,9 @@ pub struct ServeArgs {
     /// The largest gRPC message accepted (bytes).
     #[arg(long = "grpc_max_message_bytes", default_value_t = 256 << 20)]
     pub grpc_max_message_bytes: usize,
+    /// Let a reloaded model config label a version that is not available yet.
+    #[arg(long = "allow_version_labels_for_unavailable_models", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_version_labels_for_unavailable_models: bool,
     /// CPU devices of each model's session.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub devices: u16,
@@ -109,6 +112,8 @@ impl ServeArgs {
             rest_api_timeout: Duration::from_millis(self.rest_api_timeout_in_ms.max(1)),
             rest_api_max_body_bytes: self.rest_api_max_body_bytes,
             grpc_max_message_bytes: self.grpc_max_message_bytes,
+            allow_version_labels_for_unavailable_models: self
+                .allow_version_labels_for_unavailable_models,
             session: SessionOptions::default().with_cpu_devices(usize::from(self.devices)),
         })
     }
