@@ -1,10 +1,13 @@
 //! Parsing kernels: `DecodeCSV` (and its keyed form, [`csv`]), `DecodeRaw` and
-//! `StringToNumber`, with TensorFlow's number syntax ([`numbers`]).
+//! `StringToNumber`, with TensorFlow's number syntax ([`numbers`]), and the
+//! `tf.Example` parsers `ParseExample`, `ParseExampleV2` and `ParseSingleExample`
+//! ([`example`]).
 //!
 //! Every malformed input is an `InvalidArgument` naming the offending string; no
 //! input can make a kernel panic.
 
 pub mod csv;
+pub mod example;
 pub mod numbers;
 
 use std::marker::PhantomData;
@@ -141,6 +144,7 @@ fn make_string_to_number(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKerne
 /// Registers the parsing kernels.
 pub fn register_all_kernels(r: &mut KernelRegistry) {
     csv::register_all_kernels(r);
+    example::register_all_kernels(r);
     r.register(KernelDef::cpu("DecodeRaw", |c| {
         let dtype: DType = c.attr("out_type")?;
         if !dtype.is_pod() {
