@@ -7,8 +7,12 @@
 //! - [`workloads`] — the workloads.
 //! - [`checkpoint`] — the checkpoint workloads (`ckpt_save_mib_s`,
 //!   `ckpt_restore_mib_s`).
+//! - [`serving`] — the model-server workloads (`serve_mlp_rps`,
+//!   `serve_mlp_p99_ms`, their `_unbatched` twins, `serve_mlp_batch32_ms`,
+//!   `serve_swap_p99_ms`, `serve_steady_p99_ms`) and their gRPC load generator.
 
 pub mod checkpoint;
+pub mod serving;
 pub mod workloads;
 
 use std::time::{Duration, Instant};

@@ -574,6 +574,51 @@ pub fn all() -> Vec<Workload> {
             description: "Saver::restore of 8 x 32 MiB f32 variables (RestoreV2 + Assign)",
             setup: super::checkpoint::ckpt_restore,
         },
+        Workload {
+            name: "serve_mlp_rps",
+            unit: "req/s",
+            description: "gRPC Predict of one 784-f32 row to the MLP SavedModel, 64 closed-loop \
+                clients, 1 s; batching: max_batch_size 32, batch_timeout_micros 1000, \
+                num_batch_threads = cores, max_enqueued_batches 1000",
+            setup: super::serving::serve_mlp_rps,
+        },
+        Workload {
+            name: "serve_mlp_rps_unbatched",
+            unit: "req/s",
+            description: "serve_mlp_rps with batching off",
+            setup: super::serving::serve_mlp_rps_unbatched,
+        },
+        Workload {
+            name: "serve_mlp_p99_ms",
+            unit: "ms",
+            description: "p99 latency of serve_mlp_rps's load (batching on)",
+            setup: super::serving::serve_mlp_p99_ms,
+        },
+        Workload {
+            name: "serve_mlp_p99_ms_unbatched",
+            unit: "ms",
+            description: "p99 latency of serve_mlp_rps's load, batching off",
+            setup: super::serving::serve_mlp_p99_ms_unbatched,
+        },
+        Workload {
+            name: "serve_mlp_batch32_ms",
+            unit: "ms",
+            description: "one session run of the served MLP SavedModel on 32 rows, in-process",
+            setup: super::serving::serve_mlp_batch32_ms,
+        },
+        Workload {
+            name: "serve_swap_p99_ms",
+            unit: "ms",
+            description: "p99 latency, 64 clients, batching on, over 1.5 s in which a new \
+                version is dropped into the base path (at 0.3 s), warmed up and swapped in",
+            setup: super::serving::serve_swap_p99_ms,
+        },
+        Workload {
+            name: "serve_steady_p99_ms",
+            unit: "ms",
+            description: "serve_swap_p99_ms's 1.5 s window without a swap",
+            setup: super::serving::serve_steady_p99_ms,
+        },
     ]
 }
 
