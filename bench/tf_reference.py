@@ -37,7 +37,25 @@ Machine settings, for every workload:
   cache and actorflow's at the disk;
 - every call goes through ``Session.run`` with a feed dict (not ``make_callable``), as
   actorflow's figures include the feed path; TensorFlow's figures therefore include its
-  Python client's per-call cost.
+  Python client's per-call cost;
+- the serving figures (``serve_mlp_rps``, ``serve_mlp_p99_ms``, ``serve_mlp_batch32_ms``;
+  ``src/bench/serving.rs``) are NOT TensorFlow Serving: its model server,
+  ``tensorflow_model_server``, is a separate C++ binary that no package registry this
+  project reaches ships (PyPI's ``tensorflow-serving-api`` is only the Python client and
+  protos; Debian has no package; Google's apt repository and Docker images cannot be
+  fetched here), so it cannot be run beside actorflow's server. What they measure
+  instead is the best a TensorFlow user without Serving gets: the same MLP
+  (784->256 ReLU->10 softmax, ``mlp_step_us``'s seeded TruncatedNormal weights scaled by
+  sqrt(1/fan_in), zero biases, input ``[None, 784]``) in a ``tf.compat.v1`` session,
+  answering single-example requests one by one from one Python thread:
+  ``serve_mlp_rps`` = 1 / (seconds per ``sess.run`` of the softmax on one 784-vector, fed
+  as a ``[1, 784]`` float32 array), over a 1 s window (calibrated like the others);
+  ``serve_mlp_p99_ms`` = the 99th-percentile (nearest-rank) duration of those single
+  ``sess.run`` calls in that window, in milliseconds; ``serve_mlp_batch32_ms`` = ms per
+  ``sess.run`` on 32 rows. There is no network, no request decoding and no concurrency
+  on TensorFlow's side, so its "requests" cost less than actorflow's gRPC requests, but
+  it answers one at a time; actorflow's ``_unbatched``, swap and steady figures have no
+  TensorFlow counterpart.
 """
 
 import argparse
@@ -73,6 +91,9 @@ CSV_PIPELINE_RECORDS = 2_000
 CSV_PIPELINE_BATCH = 128
 CKPT_VARIABLES, CKPT_VARIABLE_MIB = 8, 32
 CKPT_TOTAL_MIB = CKPT_VARIABLES * CKPT_VARIABLE_MIB
+# The serving figures' window (LOAD_WINDOW in serving.rs) and batch (MAX_BATCH_SIZE).
+SERVE_WINDOW_S = 1.0
+SERVE_BATCH = 32
 
 
 def log(msg):
@@ -420,6 +441,86 @@ def ckpt_restore():
     return rep, cleanup
 
 
+def serving_mlp():
+    """The served MLP of src/bench/serving.rs in a session: its input placeholder,
+    its softmax, and the session (weights initialised as version 1's)."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [None, MLP_INPUT])
+
+        def weights(name, rows, cols, seed):
+            dims = tf.constant([rows, cols], tf.int32)
+            scale = tf.constant(np.float32(np.sqrt(1.0 / rows)))
+            normal = tf.raw_ops.TruncatedNormal(
+                shape=dims, dtype=tf.float32, seed=seed, seed2=0
+            )
+            return tf1.Variable(tf.multiply(normal, scale), name=name, use_resource=False)
+
+        def bias(name, n):
+            return tf1.Variable(
+                tf.constant(np.zeros(n, np.float32)), name=name, use_resource=False
+            )
+
+        w1, b1 = weights("w1", MLP_INPUT, MLP_HIDDEN, 1), bias("b1", MLP_HIDDEN)
+        w2, b2 = weights("w2", MLP_HIDDEN, MLP_CLASSES, 2), bias("b2", MLP_CLASSES)
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1))
+        probabilities = tf.nn.softmax(tf.nn.bias_add(tf.matmul(h, w2), b2))
+        inits = [v.initializer for v in (w1, b1, w2, b2)]
+    sess = session(g)
+    sess.run(inits)
+    return x, probabilities, sess
+
+
+def serve_images(rows):
+    """`rows` rows of mlp_step's images (images() in serving.rs)."""
+    i = np.arange(rows * MLP_INPUT)
+    return (((i * 7) % 17).astype(np.float32) / np.float32(16.0)).reshape(rows, MLP_INPUT)
+
+
+def serve_latencies(sess, probabilities, feed):
+    """The duration of each single-example sess.run over a SERVE_WINDOW_S window
+    (calibrated), each answer checked."""
+    one = lambda: sess.run(probabilities, feed)  # noqa: E731
+    n = calibrate(SERVE_WINDOW_S, one)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        p = one()
+        out.append(time.perf_counter() - t)
+        if p.shape != (1, MLP_CLASSES) or abs(float(p.sum()) - 1.0) > 1e-3:
+            raise RuntimeError("serving: a wrong answer %r" % (p,))
+    return out
+
+
+def serve_mlp_rps():
+    x, probabilities, sess = serving_mlp()
+    feed = {x: serve_images(1)}
+
+    def rep():
+        lat = serve_latencies(sess, probabilities, feed)
+        return len(lat) / sum(lat)
+
+    return rep, sess.close
+
+
+def serve_mlp_p99_ms():
+    x, probabilities, sess = serving_mlp()
+    feed = {x: serve_images(1)}
+
+    def rep():
+        lat = sorted(serve_latencies(sess, probabilities, feed))
+        rank = min(max(int(np.ceil(0.99 * len(lat))), 1), len(lat))
+        return lat[rank - 1] * 1e3
+
+    return rep, sess.close
+
+
+def serve_mlp_batch32_ms():
+    x, probabilities, sess = serving_mlp()
+    feed = {x: serve_images(SERVE_BATCH)}
+    return (lambda: measure(REPETITION_S, lambda: sess.run(probabilities, feed)) * 1e3), sess.close
+
+
 # Every workload, in report order (workloads::all()).
 WORKLOADS = [
     ("run_overhead_us", run_overhead),
@@ -434,6 +535,9 @@ WORKLOADS = [
     ("csv_pipeline_us_per_record", csv_input_pipeline),
     ("ckpt_save_mib_s", ckpt_save),
     ("ckpt_restore_mib_s", ckpt_restore),
+    ("serve_mlp_rps", serve_mlp_rps),
+    ("serve_mlp_p99_ms", serve_mlp_p99_ms),
+    ("serve_mlp_batch32_ms", serve_mlp_batch32_ms),
 ]
 
 
