@@ -6,10 +6,12 @@
 //! - [`shape_inference`] — static shapes of every edge (for the cost model).
 //! - [`place`] — assign every node a device: constraints, colocation groups,
 //!   kernel availability, then a cost-model greedy placer.
+//! - [`optimize`] — CSE and constant folding of a placed step graph.
 //! - [`partition`] — split a placed graph per device, replacing each cross-device
 //!   edge by a `_Send`/`_Recv` pair.
 
 pub mod control_flow;
+pub mod optimize;
 pub mod partition;
 pub mod place;
 pub mod prune;

@@ -10,6 +10,16 @@ use crate::{Graph, Shape, Tensor};
 
 /// The inferred shape of every output of every node of `g`.
 pub fn infer_shapes(g: &Graph) -> Vec<Vec<Shape>> {
+    infer_shapes_with(g, &|_| None)
+}
+
+/// As [`infer_shapes`], with the output shapes of some nodes given: `known(id)`
+/// (e.g. a step's `_Arg`s, whose fed values are checked against a shape) replaces
+/// the shape function of node `id` when it answers.
+pub fn infer_shapes_with(
+    g: &Graph,
+    known: &dyn Fn(usize) -> Option<Vec<Shape>>,
+) -> Vec<Vec<Shape>> {
     let n = g.num_nodes();
     let mut shapes: Vec<Vec<Shape>> = g
         .nodes()
@@ -27,7 +37,9 @@ pub fn infer_shapes(g: &Graph) -> Vec<Vec<Shape>> {
     let mut queue: VecDeque<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
     while let Some(u) = queue.pop_front() {
         let node = g.node(u);
-        if let Some(f) = node.op_def.shape_fn {
+        if let Some(given) = known(u) {
+            shapes[u] = given;
+        } else if let Some(f) = node.op_def.shape_fn {
             let mut ins = vec![Shape::unknown(); node.num_inputs()];
             let mut vals: Vec<Option<Tensor>> = vec![None; node.num_inputs()];
             for e in g.in_edges(u).filter(|e| !e.is_control()) {

@@ -103,7 +103,7 @@ impl Placement {
 
 /// Nodes in topological order, loop back edges (`NextIteration` outputs) ignored;
 /// nodes on other cycles (rejected later by the executor) come last.
-fn topological_order(g: &Graph) -> Vec<usize> {
+pub(crate) fn topological_order(g: &Graph) -> Vec<usize> {
     let n = g.num_nodes();
     let is_back = |src: usize| matches!(g.node(src).op(), "NextIteration" | "RefNextIteration");
     let mut indeg = vec![0usize; n];
