@@ -60,6 +60,7 @@ use actors::saved_model::{
 use crate::api;
 use crate::manager::VersionRequest;
 use crate::metrics::Entrypoint;
+use crate::servable::Servable;
 use crate::server::ApiState;
 
 /// The `API` label of each request kind in the request metrics.
@@ -163,17 +164,17 @@ type GrpcResult<T> = std::result::Result<tonic::Response<T>, tonic::Status>;
 /// model was found) and the outcome.
 type Outcome<T> = (String, Result<T>);
 
-/// Records the request and turns its outcome into the gRPC answer. A response
-/// larger than the message limit is refused here, as `RESOURCE_EXHAUSTED`
-/// (gRPC's code for it; tonic would fail the call mid-stream with
-/// `OUT_OF_RANGE`).
-fn finish<T: prost::Message>(
+/// Every handler's envelope: times `work`, records the request and turns its
+/// outcome into the gRPC answer. A response larger than the message limit is
+/// refused here, as `RESOURCE_EXHAUSTED` (gRPC's code for it; tonic would fail
+/// the call mid-stream with `OUT_OF_RANGE`).
+async fn handle<T: prost::Message>(
     state: &ApiState,
     api: &'static str,
-    start: Instant,
-    outcome: Outcome<T>,
+    work: impl Future<Output = Outcome<T>>,
 ) -> GrpcResult<T> {
-    let (model, result) = outcome;
+    let start = Instant::now();
+    let (model, result) = work.await;
     let limit = state.options.grpc_max_message_bytes;
     let result = result.and_then(|r| match r.encoded_len() {
         n if n > limit => Err(Status::resource_exhausted(format!(
@@ -224,50 +225,40 @@ impl PredictionService for PredictionApi {
         &self,
         request: tonic::Request<PredictRequest>,
     ) -> GrpcResult<PredictResponse> {
-        let start = Instant::now();
-        let state = Arc::clone(&self.state);
-        let outcome = isolated(async move { predict(&state, request.into_inner()).await }).await;
-        finish(&self.state, api_label::PREDICT, start, outcome)
+        let work = predict(Arc::clone(&self.state), request.into_inner());
+        handle(&self.state, api_label::PREDICT, isolated(work)).await
     }
 
     async fn classify(
         &self,
         request: tonic::Request<ClassificationRequest>,
     ) -> GrpcResult<ClassificationResponse> {
-        let start = Instant::now();
-        let state = Arc::clone(&self.state);
-        let outcome = isolated(async move { classify(&state, request.into_inner()).await }).await;
-        finish(&self.state, api_label::CLASSIFY, start, outcome)
+        let work = classify(Arc::clone(&self.state), request.into_inner());
+        handle(&self.state, api_label::CLASSIFY, isolated(work)).await
     }
 
     async fn regress(
         &self,
         request: tonic::Request<RegressionRequest>,
     ) -> GrpcResult<RegressionResponse> {
-        let start = Instant::now();
-        let state = Arc::clone(&self.state);
-        let outcome = isolated(async move { regress(&state, request.into_inner()).await }).await;
-        finish(&self.state, api_label::REGRESS, start, outcome)
+        let work = regress(Arc::clone(&self.state), request.into_inner());
+        handle(&self.state, api_label::REGRESS, isolated(work)).await
     }
 
     async fn multi_inference(
         &self,
         request: tonic::Request<MultiInferenceRequest>,
     ) -> GrpcResult<MultiInferenceResponse> {
-        let start = Instant::now();
-        let state = Arc::clone(&self.state);
-        let outcome =
-            isolated(async move { multi_inference(&state, request.into_inner()).await }).await;
-        finish(&self.state, api_label::MULTI_INFERENCE, start, outcome)
+        let work = multi_inference(Arc::clone(&self.state), request.into_inner());
+        handle(&self.state, api_label::MULTI_INFERENCE, isolated(work)).await
     }
 
     async fn get_model_metadata(
         &self,
         request: tonic::Request<GetModelMetadataRequest>,
     ) -> GrpcResult<GetModelMetadataResponse> {
-        let start = Instant::now();
-        let outcome = metadata(&self.state, &request.into_inner());
-        finish(&self.state, api_label::METADATA, start, outcome)
+        let work = async { metadata(&self.state, &request.into_inner()) };
+        handle(&self.state, api_label::METADATA, work).await
     }
 }
 
@@ -277,21 +268,40 @@ impl ModelService for ModelApi {
         &self,
         request: tonic::Request<GetModelStatusRequest>,
     ) -> GrpcResult<GetModelStatusResponse> {
-        let start = Instant::now();
-        let outcome = model_status(&self.state, &request.into_inner());
-        finish(&self.state, api_label::STATUS, start, outcome)
+        let work = async { model_status(&self.state, &request.into_inner()) };
+        handle(&self.state, api_label::STATUS, work).await
     }
 
     async fn handle_reload_config_request(
         &self,
         request: tonic::Request<ReloadConfigRequest>,
     ) -> GrpcResult<ReloadConfigResponse> {
-        let start = Instant::now();
-        let outcome = (
-            String::new(),
-            reload_config(&self.state, request.into_inner()),
-        );
-        finish(&self.state, api_label::RELOAD_CONFIG, start, outcome)
+        let work = async {
+            (
+                String::new(),
+                reload_config(&self.state, request.into_inner()),
+            )
+        };
+        handle(&self.state, api_label::RELOAD_CONFIG, work).await
+    }
+}
+
+/// Runs `f` on the servable that `spec` names (with the signature as the
+/// request gave it); the outcome carries the model's name once the model was
+/// found. A spec that names no model, or a model or version not available, is
+/// the outcome's error and `f` does not run.
+async fn with_servable<T>(
+    state: &ApiState,
+    spec: Option<&ModelSpec>,
+    f: impl AsyncFnOnce(Arc<Servable>, String) -> Result<T>,
+) -> Outcome<T> {
+    let found = api::version_request(spec).and_then(|(name, version, signature)| {
+        let servable = state.models.get(&name, &version)?;
+        Ok((name, servable, signature))
+    });
+    match found {
+        Ok((name, servable, signature)) => (name, f(servable, signature).await),
+        Err(e) => (String::new(), Err(e)),
     }
 }
 
@@ -301,22 +311,15 @@ impl ModelService for ModelApi {
 /// malformed one), then the servable checks them against the signature and
 /// runs it; the response holds the outputs `output_filter` names (every one
 /// when it is empty).
-async fn predict(state: &ApiState, request: PredictRequest) -> Outcome<PredictResponse> {
-    let (name, version, signature) = match api::version_request(request.model_spec.as_ref()) {
-        Ok(r) => r,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let servable = match state.models.get(&name, &version) {
-        Ok(s) => s,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let result = async {
+async fn predict(state: Arc<ApiState>, request: PredictRequest) -> Outcome<PredictResponse> {
+    let spec = request.model_spec.as_ref();
+    with_servable(&state, spec, async |servable, signature| {
         let key = servable
             .signature(&signature)
             .map_err(|e| Status::failed_precondition(e.message()))?
             .0
             .to_owned();
-        let limit = tensor_limit(state);
+        let limit = tensor_limit(&state);
         let mut inputs = Vec::with_capacity(request.inputs.len());
         for (k, p) in request.inputs {
             let t = tensor_from_proto_limited(&p, limit).map_err(|e| {
@@ -335,54 +338,39 @@ async fn predict(state: &ApiState, request: PredictRequest) -> Outcome<PredictRe
                 .map(|(k, t)| (k.clone(), tensor_to_proto(t)))
                 .collect(),
         })
-    }
-    .await;
-    (name, result)
+    })
+    .await
 }
 
 /// `Classify` (TensorFlow Serving's `TensorflowClassificationServiceImpl`).
 async fn classify(
-    state: &ApiState,
+    state: Arc<ApiState>,
     request: ClassificationRequest,
 ) -> Outcome<ClassificationResponse> {
-    let (name, version, signature) = match api::version_request(request.model_spec.as_ref()) {
-        Ok(r) => r,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let servable = match state.models.get(&name, &version) {
-        Ok(s) => s,
-        Err(e) => return (String::new(), Err(e)),
-    };
+    let spec = request.model_spec.as_ref();
     let input = request.input.unwrap_or_default();
-    let result = servable
-        .classify(&signature, &input)
-        .await
-        .map(|(key, result)| ClassificationResponse {
+    with_servable(&state, spec, async |servable, signature| {
+        let (key, result) = servable.classify(&signature, &input).await?;
+        Ok(ClassificationResponse {
             model_spec: Some(api::model_spec(&servable, &key)),
             result: Some(result),
-        });
-    (name, result)
+        })
+    })
+    .await
 }
 
 /// `Regress` (TensorFlow Serving's `TensorflowRegressionServiceImpl`).
-async fn regress(state: &ApiState, request: RegressionRequest) -> Outcome<RegressionResponse> {
-    let (name, version, signature) = match api::version_request(request.model_spec.as_ref()) {
-        Ok(r) => r,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let servable = match state.models.get(&name, &version) {
-        Ok(s) => s,
-        Err(e) => return (String::new(), Err(e)),
-    };
+async fn regress(state: Arc<ApiState>, request: RegressionRequest) -> Outcome<RegressionResponse> {
+    let spec = request.model_spec.as_ref();
     let input = request.input.unwrap_or_default();
-    let result = servable
-        .regress(&signature, &input)
-        .await
-        .map(|(key, result)| RegressionResponse {
+    with_servable(&state, spec, async |servable, signature| {
+        let (key, result) = servable.regress(&signature, &input).await?;
+        Ok(RegressionResponse {
             model_spec: Some(api::model_spec(&servable, &key)),
             result: Some(result),
-        });
-    (name, result)
+        })
+    })
+    .await
 }
 
 /// `MultiInference` (TensorFlow Serving's `RunMultiInferenceWithServerCore`
@@ -393,7 +381,7 @@ async fn regress(state: &ApiState, request: RegressionRequest) -> Outcome<Regres
 /// one session run, each task here is its own classify or regress call on the
 /// shared input (the same answers, one run per task).
 async fn multi_inference(
-    state: &ApiState,
+    state: Arc<ApiState>,
     request: MultiInferenceRequest,
 ) -> Outcome<MultiInferenceResponse> {
     let no_spec = ModelSpec::default();
@@ -402,15 +390,7 @@ async fn multi_inference(
         .first()
         .and_then(|t| t.model_spec.as_ref())
         .unwrap_or(&no_spec);
-    let (name, version, _) = match api::version_request(Some(first)) {
-        Ok(r) => r,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let servable = match state.models.get(&name, &version) {
-        Ok(s) => s,
-        Err(e) => return (String::new(), Err(e)),
-    };
-    let result = async {
+    with_servable(&state, Some(first), async |servable, _| {
         enum Method {
             Classify,
             Regress,
@@ -423,7 +403,7 @@ async fn multi_inference(
                     "Found ModelSpec with an empty model name.",
                 ));
             }
-            if spec.name != name {
+            if spec.name != first.name {
                 return Err(Status::invalid_argument(
                     "All ModelSpecs in a MultiInferenceRequest must access the same model name.",
                 ));
@@ -473,9 +453,8 @@ async fn multi_inference(
             });
         }
         Ok(MultiInferenceResponse { results })
-    }
-    .await;
-    (name, result)
+    })
+    .await
 }
 
 /// `GetModelMetadata` (TensorFlow Serving's `GetModelMetadataImpl`): the

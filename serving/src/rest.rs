@@ -571,69 +571,66 @@ mod tests {
 
     #[test]
     fn paths_parse_as_tensorflow_servings_expressions() {
+        use Api::{Classify, Metadata, Predict, Regress};
         use VersionRequest::{Label, Latest, Specific};
-        assert_eq!(
-            ok("POST", "/v1/models/m:predict"),
-            r(Api::Predict, "m", Latest)
-        );
-        assert_eq!(
-            ok("POST", "/v1/models/m/versions/3:classify"),
-            r(Api::Classify, "m", Specific(3))
-        );
-        assert_eq!(
-            ok("POST", "/v1/models/m/labels/stable:regress"),
-            r(Api::Regress, "m", Label("stable".into()))
-        );
-        assert_eq!(
-            ok("POST", "/V1/Models/m/VERSIONS/3:predict"),
-            r(Api::Predict, "m", Specific(3))
-        );
-        assert_eq!(ok("GET", "/v1/models/m"), r(Api::Status, "m", Latest));
-        assert_eq!(
-            ok("GET", "/v1/models/m/versions/7"),
-            r(Api::Status, "m", Specific(7))
-        );
-        assert_eq!(
-            ok("GET", "/v1/models/m/labels/canary"),
-            r(Api::Status, "m", Label("canary".into()))
-        );
-        assert_eq!(
-            ok("GET", "/v1/models/m/metadata"),
-            r(Api::Metadata, "m", Latest)
-        );
-        assert_eq!(
-            ok("GET", "/v1/models/m/versions/2/metadata"),
-            r(Api::Metadata, "m", Specific(2))
-        );
-        assert_eq!(
-            ok("GET", "/v1/models/m/labels/x/metadata"),
-            r(Api::Metadata, "m", Label("x".into()))
-        );
-        // The expression prefers a model name, then a label, over a subresource.
-        assert_eq!(
-            ok("GET", "/v1/models/metadata"),
-            r(Api::Status, "metadata", Latest)
-        );
-        assert_eq!(
-            ok("GET", "/v1/models/m/labels/metadata"),
-            r(Api::Status, "m", Label("metadata".into()))
-        );
-        // Only a lower-case `metadata` is the metadata API; an upper-case one
-        // matches the expression, and asks for the status.
-        assert_eq!(
-            ok("GET", "/v1/models/m/METADATA"),
-            r(Api::Status, "m", Latest)
-        );
-        // Names and labels are percent-decoded.
-        assert_eq!(
-            ok("GET", "/v1/models/my%20model"),
-            r(Api::Status, "my model", Latest)
-        );
-        assert_eq!(
-            ok("POST", "/v1/models/%6d/labels/a%2Fb:predict"),
-            r(Api::Predict, "m", Label("a/b".into()))
-        );
-        assert_eq!(ok("GET", "/v1/models/100%"), r(Api::Status, "100%", Latest));
+        for (request, want) in [
+            ("POST /v1/models/m:predict", r(Predict, "m", Latest)),
+            (
+                "POST /v1/models/m/versions/3:classify",
+                r(Classify, "m", Specific(3)),
+            ),
+            (
+                "POST /v1/models/m/labels/stable:regress",
+                r(Regress, "m", Label("stable".into())),
+            ),
+            (
+                "POST /V1/Models/m/VERSIONS/3:predict",
+                r(Predict, "m", Specific(3)),
+            ),
+            ("GET /v1/models/m", r(Api::Status, "m", Latest)),
+            (
+                "GET /v1/models/m/versions/7",
+                r(Api::Status, "m", Specific(7)),
+            ),
+            (
+                "GET /v1/models/m/labels/canary",
+                r(Api::Status, "m", Label("canary".into())),
+            ),
+            ("GET /v1/models/m/metadata", r(Metadata, "m", Latest)),
+            (
+                "GET /v1/models/m/versions/2/metadata",
+                r(Metadata, "m", Specific(2)),
+            ),
+            (
+                "GET /v1/models/m/labels/x/metadata",
+                r(Metadata, "m", Label("x".into())),
+            ),
+            // The expression prefers a model name, then a label, over a subresource.
+            (
+                "GET /v1/models/metadata",
+                r(Api::Status, "metadata", Latest),
+            ),
+            (
+                "GET /v1/models/m/labels/metadata",
+                r(Api::Status, "m", Label("metadata".into())),
+            ),
+            // Only a lower-case `metadata` is the metadata API; an upper-case one
+            // matches the expression, and asks for the status.
+            ("GET /v1/models/m/METADATA", r(Api::Status, "m", Latest)),
+            // Names and labels are percent-decoded.
+            (
+                "GET /v1/models/my%20model",
+                r(Api::Status, "my model", Latest),
+            ),
+            (
+                "POST /v1/models/%6d/labels/a%2Fb:predict",
+                r(Predict, "m", Label("a/b".into())),
+            ),
+            ("GET /v1/models/100%", r(Api::Status, "100%", Latest)),
+        ] {
+            let (method, path) = request.split_once(' ').unwrap();
+            assert_eq!(ok(method, path), want, "{request}");
+        }
     }
 
     #[test]
