@@ -9,102 +9,29 @@
 //!
 //! Warmup is off in these servers: they test the API, not the warmup.
 
+mod common;
+
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use actorflow_serving::{ModelConfig, ModelServer, ServerOptions, VersionPolicy};
+use actorflow_serving::{ModelConfig, VersionPolicy};
 use actors::saved_model::{
-    MetaGraphOptions, SavedModel, SavedModelBuilder, Signature, TensorSpec, CLASSIFY_METHOD_NAME,
-    PREDICT_METHOD_NAME, REGRESS_METHOD_NAME,
+    SavedModel, CLASSIFY_METHOD_NAME, PREDICT_METHOD_NAME, REGRESS_METHOD_NAME,
 };
-use actors::{Session, SessionOptions};
-use graph::builder::Scope;
 use graph::import::{tensor_from_proto, tensor_to_proto};
-use graph::{ops, DType, Shape, Tensor};
+use graph::Tensor;
 use prost::Message;
 use proto::tensorflow::serving as pb;
 use proto::tensorflow::TensorProto;
 use tonic::transport::Channel;
 
-use pb::model_service_client::ModelServiceClient;
+use common::{
+    base_path, fixture, grpc_options, start, with_clients, write_classify_regress_model,
+    LOAD_TIMEOUT,
+};
 use pb::model_spec::VersionChoice;
 use pb::prediction_service_client::PredictionServiceClient;
-
-const LOAD_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/saved_model")
-        .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
-/// A base path holding fixture `model` as each of `versions`.
-fn base_path(tmp: &Path, dir: &str, model: &str, versions: &[i64]) -> PathBuf {
-    let base = tmp.join(dir);
-    for v in versions {
-        copy_dir(&fixture(model), &base.join(v.to_string()));
-    }
-    base
-}
-
-/// Options for a test server: gRPC only, no warmup.
-fn options(models: Vec<ModelConfig>) -> ServerOptions {
-    let mut o = ServerOptions::local(models);
-    o.rest_api_port = None;
-    o.enable_model_warmup = false;
-    o
-}
-
-fn start(o: ServerOptions) -> ModelServer {
-    let server = ModelServer::start(o).unwrap();
-    server.wait_until_available(LOAD_TIMEOUT).unwrap();
-    server
-}
-
-type Clients = (
-    PredictionServiceClient<Channel>,
-    ModelServiceClient<Channel>,
-);
-
-/// Runs `f` with clients of `server` on a runtime of the test's own; the
-/// clients are gone when it returns.
-fn with_clients<F, Fut>(server: &ModelServer, f: F)
-where
-    F: FnOnce(Clients) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = server.grpc_addr();
-    rt.block_on(async move {
-        let channel = Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        f((
-            PredictionServiceClient::new(channel.clone()),
-            ModelServiceClient::new(channel),
-        ))
-        .await
-    });
-}
 
 fn spec(name: &str, version: Option<VersionChoice>, signature: &str) -> Option<pb::ModelSpec> {
     Some(pb::ModelSpec {
@@ -175,7 +102,7 @@ fn served_spec(name: &str, version: i64, signature: &str) -> Option<pb::ModelSpe
 fn predict_answers_as_the_local_session_and_filters_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
-    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
     let want = local(&fixture("tf1_builder"), "serving_default", &[("x", x())]);
     let want_state = local(&fixture("tf1_builder"), "state", &[]);
     with_clients(&server, |(mut p, _)| async move {
@@ -248,7 +175,7 @@ fn predict_answers_as_the_local_session_and_filters_outputs() {
 fn metadata_and_status_answer_as_tensorflow_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
-    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
     let model = SavedModel::load(fixture("tf1_builder"), &["serve"]).unwrap();
     let signature_defs = model.meta_graph().signature_def.clone();
     with_clients(&server, |(mut p, mut m)| async move {
@@ -340,7 +267,7 @@ fn metadata_and_status_answer_as_tensorflow_serving() {
 fn bad_requests_get_tensorflow_serving_codes_and_the_server_keeps_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
-    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
     let want = local(&fixture("tf1_builder"), "serving_default", &[("x", x())]);
     with_clients(&server, |(mut p, _)| async move {
         let xp = tensor_to_proto(&x());
@@ -493,7 +420,7 @@ fn bad_requests_get_tensorflow_serving_codes_and_the_server_keeps_serving() {
 fn messages_over_the_limit_are_resource_exhausted() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
-    let mut o = options(vec![ModelConfig::new("m", &base)]);
+    let mut o = grpc_options(vec![ModelConfig::new("m", &base)]);
     o.grpc_max_message_bytes = 4096;
     let mut server = start(o);
     with_clients(&server, |(mut p, _)| async move {
@@ -544,7 +471,7 @@ fn versions_and_labels_select_the_servable() {
         .with_policy(VersionPolicy::All)
         .with_label("stable", 1)
         .with_label("canary", 2);
-    let mut server = start(options(vec![config]));
+    let mut server = start(grpc_options(vec![config]));
     server
         .models()
         .wait_for(LOAD_TIMEOUT, |m| m.available_versions("m").len() == 2)
@@ -607,56 +534,12 @@ fn versions_and_labels_select_the_servable() {
     server.stop();
 }
 
-/// Writes a model with a classify signature (`classes` "no", "yes" scored
-/// 0.25, 0.75 for every example), a regress one (1.5 for every example) and a
-/// predict one, each reading a `[n]` string tensor of serialized examples.
-fn write_classify_regress_model(dir: &Path) {
-    let s = Scope::new();
-    let examples = ops::placeholder(&s, DType::String, Shape::from_dims(&[None])).unwrap();
-    let n = ops::shape(&s, &examples).unwrap();
-    let one = ops::constant(&s, Tensor::vector(&[1i32])).unwrap();
-    let axis = ops::constant(&s, Tensor::scalar(0i32)).unwrap();
-    let multiples = ops::concat(&s, &[n.clone(), one], &axis).unwrap();
-    let score_row = Tensor::new(&[1, 2], vec![0.25f32, 0.75]).unwrap();
-    let scores = ops::tile(&s, &ops::constant(&s, score_row).unwrap(), &multiples).unwrap();
-    let class_row = Tensor::from_strings(&[1, 2], vec!["no", "yes"]).unwrap();
-    let classes = ops::tile(&s, &ops::constant(&s, class_row).unwrap(), &multiples).unwrap();
-    let value = ops::constant(&s, Tensor::scalar(1.5f32)).unwrap();
-    let values = ops::fill(&s, &n, &value).unwrap();
-    let session = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-    let input = TensorSpec::of(&examples);
-    let options = MetaGraphOptions::default()
-        .with_signature(
-            "classify",
-            Signature::new(CLASSIFY_METHOD_NAME)
-                .input("inputs", input.clone())
-                .output("classes", TensorSpec::of(&classes))
-                .output("scores", TensorSpec::of(&scores)),
-        )
-        .with_signature(
-            "regress",
-            Signature::new(REGRESS_METHOD_NAME)
-                .input("inputs", input.clone())
-                .output("outputs", TensorSpec::of(&values)),
-        )
-        .with_signature(
-            "serving_default",
-            Signature::new(PREDICT_METHOD_NAME)
-                .input("inputs", input)
-                .output("scores", TensorSpec::of(&scores)),
-        );
-    let mut b = SavedModelBuilder::new(dir).unwrap();
-    b.add_meta_graph_and_variables(&s, &session, &["serve"], options)
-        .unwrap();
-    b.save().unwrap();
-}
-
 #[test]
 fn classify_regress_and_multi_inference() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("c");
     write_classify_regress_model(&base.join("1"));
-    let mut server = start(options(vec![ModelConfig::new("c", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("c", &base)]));
     with_clients(&server, |(mut p, _)| async move {
         let examples = |n: usize| {
             Some(pb::Input {
@@ -835,7 +718,7 @@ fn reload_config_adds_a_model_and_removes_the_first() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
     let keras = base_path(tmp.path(), "k", "tf2_keras", &[1]);
-    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
     let want = local(
         &fixture("tf2_keras"),
         "serving_default",
@@ -979,7 +862,7 @@ fn reload_config_adds_a_model_and_removes_the_first() {
 fn stopping_with_a_client_connected_is_prompt() {
     let tmp = tempfile::tempdir().unwrap();
     let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
-    let mut server = start(options(vec![ModelConfig::new("m", &base)]));
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -5,21 +5,26 @@
 //! session runs. The models are SavedModels actorflow writes: `y = x · w` with
 //! `w = scale · I`, so an answer tells which version gave it.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+mod common;
+
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actorflow_serving::manager::{VersionRequest, VersionState};
-use actorflow_serving::{BatchingOptions, ModelConfig, ModelServer, ServerOptions, VersionPolicy};
+use actorflow_serving::{
+    BatchingOptions, ModelConfig, ModelServer, Models, ServerOptions, VersionPolicy,
+};
 use actors::saved_model::PREDICT_METHOD_NAME;
 use actors::saved_model::{MetaGraphOptions, SavedModelBuilder, Signature, TensorSpec};
 use actors::{Session, SessionOptions};
 use graph::builder::Scope;
-use graph::{ops, Code, DType, Shape, Tensor};
+use graph::{ops, Code, DType, Shape, Status, Tensor};
 use prost::Message;
+
+use common::http;
 
 /// Writes version `version` of a model computing `x · (scale · I)` (x: `[n, 2]`
 /// float32) under `base`, atomically: built beside it, then renamed in, as a
@@ -59,30 +64,6 @@ fn export(base: &Path, version: i64, scale: f32) {
     std::fs::rename(&staging, base.join(version.to_string())).unwrap();
 }
 
-/// One HTTP/1.1 request; the status and body.
-fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
 /// The first prediction's first value of `POST /v1/models/m:predict` on
 /// `[[1, 2]]`, or the failure.
 fn predict_scale(addr: SocketAddr, path: &str) -> Result<f64, String> {
@@ -105,15 +86,31 @@ fn start(models: Vec<ModelConfig>) -> ModelServer {
     ModelServer::start(o).unwrap()
 }
 
+/// [`start`], once every model has a version available.
+fn start_available(models: Vec<ModelConfig>) -> ModelServer {
+    let server = start(models);
+    server
+        .wait_until_available(Duration::from_secs(60))
+        .unwrap();
+    server
+}
+
+/// Why version `version` of model "m" failed to load.
+fn load_error(models: &Models, version: i64) -> Status {
+    models
+        .status("m", Some(&VersionRequest::Specific(version)))
+        .unwrap()[0]
+        .error
+        .clone()
+        .unwrap()
+}
+
 #[test]
 fn a_new_version_is_swapped_in_while_a_client_keeps_sending() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("m");
     export(&base, 1, 1.0);
-    let server = start(vec![ModelConfig::new("m", &base)]);
-    server
-        .wait_until_available(Duration::from_secs(60))
-        .unwrap();
+    let server = start_available(vec![ModelConfig::new("m", &base)]);
     let addr = server.rest_addr().unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -198,10 +195,7 @@ fn a_broken_version_does_not_replace_a_good_one() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("m");
     export(&base, 1, 1.0);
-    let server = start(vec![ModelConfig::new("m", &base)]);
-    server
-        .wait_until_available(Duration::from_secs(60))
-        .unwrap();
+    let server = start_available(vec![ModelConfig::new("m", &base)]);
     let addr = server.rest_addr().unwrap();
     // Version 2: a saved_model.pb that is not a SavedModel.
     let broken = base.join("2");
@@ -218,12 +212,7 @@ fn a_broken_version_does_not_replace_a_good_one() {
     // Version 1 keeps serving.
     assert_eq!(models.available_versions("m"), vec![1]);
     assert_eq!(predict_scale(addr, "/v1/models/m:predict"), Ok(1.0));
-    let err = models
-        .status("m", Some(&VersionRequest::Specific(2)))
-        .unwrap()[0]
-        .error
-        .clone()
-        .unwrap();
+    let err = load_error(&models, 2);
     assert_eq!(err.code(), Code::DataLoss, "{err}");
     let (code, body) = http(addr, "GET", "/v1/models/m/versions/2", "");
     assert_eq!(code, 200, "{body}");
@@ -380,10 +369,7 @@ fn warmup_requests_run_before_a_version_serves_and_a_failing_one_fails_the_load(
     let mut records = warmup_record("x");
     records.extend(warmup_record("x"));
     std::fs::write(extra.join("tf_serving_warmup_requests"), records).unwrap();
-    let server = start(vec![ModelConfig::new("m", &base)]);
-    server
-        .wait_until_available(Duration::from_secs(60))
-        .unwrap();
+    let server = start_available(vec![ModelConfig::new("m", &base)]);
     assert_eq!(
         predict_scale(server.rest_addr().unwrap(), "/v1/models/m:predict"),
         Ok(1.0)
@@ -408,12 +394,7 @@ fn warmup_requests_run_before_a_version_serves_and_a_failing_one_fails_the_load(
                 .unwrap_or(false)
         })
         .unwrap();
-    let err = models
-        .status("m", Some(&VersionRequest::Specific(2)))
-        .unwrap()[0]
-        .error
-        .clone()
-        .unwrap();
+    let err = load_error(&models, 2);
     assert_eq!(err.code(), Code::InvalidArgument, "{err}");
     assert!(err.to_string().contains("warmup"), "{err}");
     assert_eq!(models.available_versions("m"), vec![1]);

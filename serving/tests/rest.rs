@@ -11,65 +11,40 @@
 //!
 //! Warmup is off in these servers: they test the API, not the warmup.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use actorflow_serving::json::writer::decimal_f32;
 use actorflow_serving::{BatchingOptions, ModelConfig, ModelServer, ServerOptions};
-use actors::saved_model::{
-    MetaGraphOptions, SavedModel, SavedModelBuilder, Signature, TensorSpec, CLASSIFY_METHOD_NAME,
-    PREDICT_METHOD_NAME, REGRESS_METHOD_NAME,
-};
-use actors::{Session, SessionOptions};
-use graph::builder::Scope;
-use graph::{ops, DType, Shape, Tensor};
+use actors::saved_model::SavedModel;
+use graph::Tensor;
 use serde_json::Value;
 
-const LOAD_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/saved_model")
-        .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
-/// A base path `<tmp>/<dir>` holding fixture `model` as version 1.
-fn base_path(tmp: &Path, dir: &str, model: &str) -> PathBuf {
-    let base = tmp.join(dir);
-    copy_dir(&fixture(model), &base.join("1"));
-    base
-}
-
-/// Options for a test server: both APIs on 127.0.0.1, no warmup.
-fn options(models: Vec<ModelConfig>) -> ServerOptions {
-    let mut o = ServerOptions::local(models);
-    o.enable_model_warmup = false;
-    o
-}
-
-fn start(o: ServerOptions) -> ModelServer {
-    let server = ModelServer::start(o).unwrap();
-    server.wait_until_available(LOAD_TIMEOUT).unwrap();
-    server
-}
+use common::{base_path, fixture, options, start, write_classify_regress_model};
 
 fn rest_addr(server: &ModelServer) -> SocketAddr {
     server.rest_addr().expect("the test servers serve REST")
+}
+
+/// A server of fixture tf2_keras as model "m" (version 1 under a temporary
+/// base path), on the test options as `configure` changes them: the base
+/// path's directory (to keep while the server runs), the server and its REST
+/// address.
+fn keras_server(
+    configure: impl FnOnce(&mut ServerOptions),
+) -> (tempfile::TempDir, ModelServer, SocketAddr) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = options(vec![ModelConfig::new(
+        "m",
+        base_path(tmp.path(), "m", "tf2_keras", &[1]),
+    )]);
+    configure(&mut o);
+    let server = start(o);
+    let addr = rest_addr(&server);
+    (tmp, server, addr)
 }
 
 /// An HTTP response.
@@ -186,18 +161,7 @@ fn expected_input(model: &str, key: &str) -> (Value, Tensor) {
     let path = fixture("expected.json");
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let v = all[model]["inputs"][key].clone();
-    let rows: Vec<Vec<f32>> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
-        .collect();
+    let rows = rows(&v);
     let flat: Vec<f32> = rows.concat();
     let t = Tensor::new(&[rows.len(), rows[0].len()], flat).unwrap();
     (v, t)
@@ -245,8 +209,9 @@ fn row_layout(t: &Tensor) -> String {
 fn predict_answers_as_a_local_session_in_tensorflow_servings_layout() {
     let tmp = tempfile::tempdir().unwrap();
     let mut server = start(options(vec![
-        ModelConfig::new("m", base_path(tmp.path(), "m", "tf2_keras")).with_label("stable", 1),
-        ModelConfig::new("t", base_path(tmp.path(), "t", "tf1_builder")),
+        ModelConfig::new("m", base_path(tmp.path(), "m", "tf2_keras", &[1]))
+            .with_label("stable", 1),
+        ModelConfig::new("t", base_path(tmp.path(), "t", "tf1_builder", &[1])),
     ]));
     let addr = rest_addr(&server);
 
@@ -331,7 +296,7 @@ fn status_and_metadata_answer_as_tensorflow_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let mut server = start(options(vec![ModelConfig::new(
         "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
+        base_path(tmp.path(), "m", "tf2_keras", &[1]),
     )
     .with_label("stable", 1)]));
     let addr = rest_addr(&server);
@@ -433,12 +398,7 @@ type Case = (
 
 #[test]
 fn bad_requests_get_tensorflow_servings_statuses_and_the_server_keeps_serving() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut server = start(options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]));
-    let addr = rest_addr(&server);
+    let (_tmp, mut server, addr) = keras_server(|_| {});
     let (features, x) = expected_input("tf2_keras", "features");
     let good = format!(r#"{{"instances": {features}}}"#);
     let want = row_layout(&local("tf2_keras", &[("features", x)])["probs"]);
@@ -531,14 +491,7 @@ fn bad_requests_get_tensorflow_servings_statuses_and_the_server_keeps_serving() 
 
 #[test]
 fn oversized_bodies_are_413_without_being_read() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut o = options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]);
-    o.rest_api_max_body_bytes = 1024;
-    let mut server = start(o);
-    let addr = rest_addr(&server);
+    let (_tmp, mut server, addr) = keras_server(|o| o.rest_api_max_body_bytes = 1024);
     let (features, _) = expected_input("tf2_keras", "features");
     let good = format!(r#"{{"instances": {features}}}"#);
 
@@ -599,14 +552,8 @@ fn oversized_bodies_are_413_without_being_read() {
 
 #[test]
 fn requests_slower_than_the_timeout_are_deadline_exceeded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut o = options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]);
-    o.rest_api_timeout = Duration::from_millis(300);
-    let mut server = start(o);
-    let addr = rest_addr(&server);
+    let (_tmp, mut server, addr) =
+        keras_server(|o| o.rest_api_timeout = Duration::from_millis(300));
     let (features, _) = expected_input("tf2_keras", "features");
     let good = format!(r#"{{"instances": {features}}}"#);
 
@@ -640,12 +587,7 @@ fn requests_slower_than_the_timeout_are_deadline_exceeded() {
 
 #[test]
 fn the_metrics_page_counts_the_requests() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut server = start(options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]));
-    let addr = rest_addr(&server);
+    let (_tmp, mut server, addr) = keras_server(|_| {});
     let (features, _) = expected_input("tf2_keras", "features");
     let good = format!(r#"{{"instances": {features}}}"#);
     for _ in 0..3 {
@@ -682,50 +624,6 @@ fn the_metrics_page_counts_the_requests() {
     );
     assert!(text.ends_with("# EOF\n"));
     server.stop();
-}
-
-/// Writes a model with a classify signature (`classes` "no", "yes" scored
-/// 0.25, 0.75 for every example) and a regress one (1.5 for every example),
-/// each reading a `[n]` string tensor of serialized examples.
-fn write_classify_regress_model(dir: &Path) {
-    let s = Scope::new();
-    let examples = ops::placeholder(&s, DType::String, Shape::from_dims(&[None])).unwrap();
-    let n = ops::shape(&s, &examples).unwrap();
-    let one = ops::constant(&s, Tensor::vector(&[1i32])).unwrap();
-    let axis = ops::constant(&s, Tensor::scalar(0i32)).unwrap();
-    let multiples = ops::concat(&s, &[n.clone(), one], &axis).unwrap();
-    let score_row = Tensor::new(&[1, 2], vec![0.25f32, 0.75]).unwrap();
-    let scores = ops::tile(&s, &ops::constant(&s, score_row).unwrap(), &multiples).unwrap();
-    let class_row = Tensor::from_strings(&[1, 2], vec!["no", "yes"]).unwrap();
-    let classes = ops::tile(&s, &ops::constant(&s, class_row).unwrap(), &multiples).unwrap();
-    let value = ops::constant(&s, Tensor::scalar(1.5f32)).unwrap();
-    let values = ops::fill(&s, &n, &value).unwrap();
-    let session = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
-    let input = TensorSpec::of(&examples);
-    let options = MetaGraphOptions::default()
-        .with_signature(
-            "classify",
-            Signature::new(CLASSIFY_METHOD_NAME)
-                .input("inputs", input.clone())
-                .output("classes", TensorSpec::of(&classes))
-                .output("scores", TensorSpec::of(&scores)),
-        )
-        .with_signature(
-            "regress",
-            Signature::new(REGRESS_METHOD_NAME)
-                .input("inputs", input.clone())
-                .output("outputs", TensorSpec::of(&values)),
-        )
-        .with_signature(
-            "serving_default",
-            Signature::new(PREDICT_METHOD_NAME)
-                .input("inputs", input)
-                .output("scores", TensorSpec::of(&scores)),
-        );
-    let mut b = SavedModelBuilder::new(dir).unwrap();
-    b.add_meta_graph_and_variables(&s, &session, &["serve"], options)
-        .unwrap();
-    b.save().unwrap();
 }
 
 #[test]
@@ -798,12 +696,7 @@ fn classify_and_regress_answer_as_tensorflow_serving() {
 
 #[test]
 fn shutdown_stops_accepting_and_lets_the_request_in_flight_finish() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut server = start(options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]));
-    let addr = rest_addr(&server);
+    let (_tmp, mut server, addr) = keras_server(|_| {});
     let (features, x) = expected_input("tf2_keras", "features");
     let body = format!(r#"{{"instances": {features}}}"#);
     let want = row_layout(&local("tf2_keras", &[("features", x)])["probs"]);
@@ -841,19 +734,14 @@ fn shutdown_stops_accepting_and_lets_the_request_in_flight_finish() {
 
 #[test]
 fn concurrent_predicts_through_the_batcher_each_get_their_own_answer() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut o = options(vec![ModelConfig::new(
-        "m",
-        base_path(tmp.path(), "m", "tf2_keras"),
-    )]);
-    o.batching = Some(BatchingOptions {
-        max_batch_size: 8,
-        batch_timeout: Duration::from_millis(20),
-        ..BatchingOptions::default()
+    let (_tmp, mut server, addr) = keras_server(|o| {
+        o.batching = Some(BatchingOptions {
+            max_batch_size: 8,
+            batch_timeout: Duration::from_millis(20),
+            ..BatchingOptions::default()
+        });
+        o.enable_model_warmup = true;
     });
-    o.enable_model_warmup = true;
-    let mut server = start(o);
-    let addr = rest_addr(&server);
     // Eight different one-row requests at once, and what a local session
     // answers each.
     let requests: Vec<(String, String)> = (0..8)

@@ -5,18 +5,17 @@
 //! gRPC, its answers must be TensorFlow's (`expected.json`, computed by the
 //! script in a TensorFlow session).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use actorflow_serving::{ModelConfig, ModelServer, ServerOptions};
 use proto::tensorflow::serving as pb;
-use proto::tensorflow::serving::model_service_client::ModelServiceClient;
-use proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
 use proto::tensorflow::{feature, BytesList, Example, Feature, Features, FloatList, Int64List};
 use serde_json::Value;
+
+use common::{http_json, with_clients};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tf_serving_model")
@@ -30,32 +29,7 @@ fn expected() -> Value {
 fn start() -> ModelServer {
     // The fixture directory is the base path (version 1 under it); warmup on,
     // so TensorFlow Serving's warmup records run before the model serves.
-    let server =
-        ModelServer::start(ServerOptions::local(vec![ModelConfig::new("m", fixture())])).unwrap();
-    server
-        .wait_until_available(Duration::from_secs(60))
-        .unwrap();
-    server
-}
-
-fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (code, serde_json::from_str(body).unwrap_or(Value::Null))
+    common::start(ServerOptions::local(vec![ModelConfig::new("m", fixture())]))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -136,7 +110,7 @@ fn classify_regress_and_predict_over_rest_give_tensorflows_answers() {
             body["context"] = case["context"].clone();
         }
         // classify: [[label, score], ...] per example
-        let (code, got) = http(addr, "POST", "/v1/models/m:classify", &body.to_string());
+        let (code, got) = http_json(addr, "POST", "/v1/models/m:classify", &body.to_string());
         assert_eq!(code, 200, "{name}: {got}");
         let results = got["results"].as_array().unwrap();
         let labels: Vec<Vec<String>> = results
@@ -166,7 +140,7 @@ fn classify_regress_and_predict_over_rest_give_tensorflows_answers() {
         // regress
         let mut rbody = body.clone();
         rbody["signature_name"] = "regress".into();
-        let (code, got) = http(addr, "POST", "/v1/models/m:regress", &rbody.to_string());
+        let (code, got) = http_json(addr, "POST", "/v1/models/m:regress", &rbody.to_string());
         assert_eq!(code, 200, "{name}: {got}");
         let values: Vec<f64> = serde_json::from_value(got["results"].clone()).unwrap();
         let want_values: Vec<f64> = serde_json::from_value(want["regress"][name].clone()).unwrap();
@@ -180,21 +154,21 @@ fn classify_regress_and_predict_over_rest_give_tensorflows_answers() {
         "signature_name": "predict",
         "instances": want["predict"]["x"],
     });
-    let (code, got) = http(addr, "POST", "/v1/models/m:predict", &body.to_string());
+    let (code, got) = http_json(addr, "POST", "/v1/models/m:predict", &body.to_string());
     assert_eq!(code, 200, "{got}");
     let scores: Vec<Vec<f64>> = serde_json::from_value(got["predictions"].clone()).unwrap();
     assert_scores(&scores, &want["predict"]["scores"], "predict");
     // A missing required feature is TensorFlow's InvalidArgument, as HTTP 400.
     let body = r#"{"examples": [{"bias": [1]}]}"#;
-    let (code, got) = http(addr, "POST", "/v1/models/m:classify", body);
+    let (code, got) = http_json(addr, "POST", "/v1/models/m:classify", body);
     assert_eq!(code, 400, "{got}");
     assert!(got["error"].as_str().unwrap().contains('x'), "{got}");
     // A classify call on the predict signature is refused by method name.
     let body = r#"{"signature_name": "predict", "examples": [{"x": [1.0, 2.0]}]}"#;
-    let (code, got) = http(addr, "POST", "/v1/models/m:classify", body);
+    let (code, got) = http_json(addr, "POST", "/v1/models/m:classify", body);
     assert_eq!(code, 400, "{got}");
     // metadata lists the four signatures with their methods
-    let (code, got) = http(addr, "GET", "/v1/models/m/metadata", "");
+    let (code, got) = http_json(addr, "GET", "/v1/models/m/metadata", "");
     assert_eq!(code, 200, "{got}");
     let sigs = &got["metadata"]["signature_def"]["signature_def"];
     for (k, method) in [
@@ -210,19 +184,8 @@ fn classify_regress_and_predict_over_rest_give_tensorflows_answers() {
 #[test]
 fn classify_and_regress_over_grpc_give_tensorflows_answers() {
     let server = start();
-    let addr = server.grpc_addr();
     let want = expected();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut p = PredictionServiceClient::new(channel.clone());
+    with_clients(&server, |(mut p, mut m)| async move {
         for (name, case) in want["cases"].as_object().unwrap() {
             let spec = |sig: &str| {
                 Some(pb::ModelSpec {
@@ -275,7 +238,6 @@ fn classify_and_regress_over_grpc_give_tensorflows_answers() {
             }
             assert_eq!(values.len(), want_values.len());
         }
-        let mut m = ModelServiceClient::new(channel);
         let s = m
             .get_model_status(pb::GetModelStatusRequest {
                 model_spec: Some(pb::ModelSpec {

@@ -8,33 +8,17 @@
 //! tensorflow-serving-api; `.ci/tf-python` provides one). Without it the test
 //! prints `SKIPPED:` and passes; with it, the client must work.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+mod common;
 
-use actorflow_serving::{ModelConfig, ModelServer, ServerOptions};
+use std::path::Path;
+use std::process::Command;
+
+use actorflow_serving::ModelConfig;
 use actors::saved_model::SavedModel;
 use graph::Tensor;
 use serde_json::{json, Value};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/saved_model")
-        .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use common::{base_path, fixture, grpc_options, start};
 
 fn python() -> Option<String> {
     match std::env::var("ACTORFLOW_TF_PYTHON") {
@@ -74,15 +58,8 @@ fn json_floats(v: &Value) -> Vec<f32> {
 fn tensorflow_serving_python_client() {
     let Some(py) = python() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().join("m");
-    copy_dir(&fixture("tf1_builder"), &base.join("1"));
-    let mut o = ServerOptions::local(vec![ModelConfig::new("m", &base)]);
-    o.rest_api_port = None;
-    o.enable_model_warmup = false;
-    let mut server = ModelServer::start(o).unwrap();
-    server
-        .wait_until_available(Duration::from_secs(120))
-        .unwrap();
+    let base = base_path(tmp.path(), "m", "tf1_builder", &[1]);
+    let mut server = start(grpc_options(vec![ModelConfig::new("m", &base)]));
 
     let x = [[1.0f32, 2.0, 3.0], [-1.0, 0.5, 2.0]];
     let model = SavedModel::load(fixture("tf1_builder"), &["serve"]).unwrap();
