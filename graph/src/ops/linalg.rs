@@ -1,8 +1,10 @@
 //! Matrix products and `Range` (TensorFlow's `math_ops.cc`): `MatMul` (rank-2, with
 //! `transpose_a`/`transpose_b`), `BatchMatMul` (equal batch dimensions),
 //! `BatchMatMulV2` (broadcast batch dimensions), `BatchMatMulV3` (input and output
-//! types of their own), their shape functions and builders, and [`RangeElem`], the
-//! size computation `Range`'s shape function and kernel share.
+//! types of their own), `_FusedMatMul` (a `MatMul` with `BiasAdd` and an activation
+//! applied to its output, written by the remapper pass, never by a builder: as in
+//! TensorFlow it has no gradient), their shape functions and builders, and
+//! [`RangeElem`], the size computation `Range`'s shape function and kernel share.
 
 use std::fmt::Display;
 
@@ -57,6 +59,23 @@ pub fn register_all_ops(r: &OpRegistry) {
                 .shape_fn(shape),
         );
     }
+    // Grappler's remapper writes MatMul + BiasAdd (+ activation) as one node (see
+    // `passes::fuse_matmul`); TensorFlow registers no gradient for it.
+    r.register(
+        OpDef::build("_FusedMatMul")
+            .input("a: T")
+            .input("b: T")
+            .input("args: num_args * T")
+            .output("product: T")
+            .attr("transpose_a: bool = false")
+            .attr("transpose_b: bool = false")
+            .attr("T: {bfloat16, half, float}")
+            .attr("num_args: int >= 0")
+            .attr("fused_ops: list(string) = []")
+            .attr("epsilon: float = 0.0001")
+            .attr("leakyrelu_alpha: float = 0.2")
+            .shape_fn(mat_mul_shape),
+    );
     let tin = "{bfloat16, half, float, double, uint8, int8, int16, int32, int64, complex64, \
                complex128}";
     r.register(
@@ -142,13 +161,15 @@ fn product_dims(
     Ok(vec![rows, cols])
 }
 
+/// `MatMul`'s and `_FusedMatMul`'s shape function (TensorFlow's `MatMulShape`).
 fn mat_mul_shape(c: &mut InferenceContext<'_>) -> Result<()> {
-    let a = with_rank(&c.input(0), 2, true, "a", "MatMul")?;
-    let b = with_rank(&c.input(1), 2, true, "b", "MatMul")?;
+    let op = c.node().op.clone();
+    let a = with_rank(&c.input(0), 2, true, "a", &op)?;
+    let b = with_rank(&c.input(1), 2, true, "b", &op)?;
     let (ta, tb): (bool, bool) = (c.attr("transpose_a")?, c.attr("transpose_b")?);
     let a = a.unwrap_or_else(|| vec![None, None]);
     let b = b.unwrap_or_else(|| vec![None, None]);
-    let out = product_dims(&a, &b, ta, tb, "MatMul")?;
+    let out = product_dims(&a, &b, ta, tb, &op)?;
     c.set_output(0, Shape::from_dims(&out))
 }
 

@@ -6,11 +6,13 @@
 //!   call, behind checked strided views).
 //! - [`naive`]: the other types (`half`, `bfloat16`, integers, V3's mixed types).
 //! - [`range`]: the `Range` kernel.
+//! - [`fused_matmul`]: `_FusedMatMul` (MatMul + BiasAdd + activation in one pass).
 //!
 //! Kernels read their inputs in place (transposes are strides, never copies) and
 //! allocate the output once; the registered type combinations are TensorFlow's CPU
 //! ones, so others are `NotFound` as there.
 
+pub mod fused_matmul;
 pub mod gemm;
 pub mod naive;
 pub mod plan;
@@ -223,6 +225,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
                 .type_constraint("Tout", &[tout]),
         );
     }
+    fused_matmul::register_all_kernels(r);
     r.register(
         KernelDef::cpu("Range", range::make_range).type_constraint("Tidx", range::RANGE_DTYPES),
     );

@@ -1,0 +1,458 @@
+//! `_FusedMatMul` on the CPU (TensorFlow's `matmul_op_fused.cc`, with the output
+//! kernels of `fused_eigen_output_kernels.h`): `a · b`, plus a bias along the last
+//! dimension, then an activation, written once into the output.
+//!
+//! - [`FusedComputation`]: what a node's `fused_ops`, `num_args` and
+//!   `leakyrelu_alpha` ask for, checked when the kernel is built, with TensorFlow
+//!   2.21's messages (`Fused MatMul must have at least one fused op.`,
+//!   `Fusion is not implemented: [...]`, the `num_args` message). The patterns are
+//!   TensorFlow's CPU ones: `BiasAdd`, alone or followed by `Relu`, `Relu6`, `Elu`,
+//!   `LeakyRelu`, `Tanh` or `Sigmoid`.
+//! - [`FusedMatMulKernel`]: the checks of TensorFlow's `Compute` (its messages, in
+//!   its order), then the product. For `f32` the output is cut into row blocks of
+//!   about 1 MiB; each block is multiplied by `gemm` exactly as `MatMul` calls it
+//!   and then at once biased and activated, while it is still in cache
+//!   (TensorFlow passes the same work to Eigen's contraction as an output kernel,
+//!   per output block; `gemm` takes no such callback, so the finishing is one
+//!   pass over each hot block). `bfloat16` and `half` go through the linalg loop
+//!   kernel (accumulating in `f32`), then add and activate in the element type, as
+//!   Eigen rounds after each operation.
+//!
+//! The bias and the activation are computed as TensorFlow's output kernels write
+//! them (`x < 0 ? alpha * x : x` for `LeakyRelu`, NaN propagating through `Relu`
+//! and `Relu6`); `Tanh` and `Sigmoid` are the math kernels' functions, so a fused
+//! node and the ops it replaces agree.
+//!
+//! Two cases differ from TensorFlow's Eigen kernel on purpose:
+//! 1. A bias whose length is not the output's column count is `InvalidArgument`
+//!    with the message of TensorFlow's oneDNN kernel (the Eigen kernel reads past a
+//!    short bias and ignores the tail of a long one).
+//! 2. With an empty contracted dimension (`k = 0`) the output is
+//!    `activation(bias)` on every row, as the unfused `MatMul` + `BiasAdd` +
+//!    activation computes; TensorFlow's fused kernel returns zeros there, which
+//!    would make the remapper rewrite change a graph's answers.
+//!
+//! TensorFlow registers no gradient for `_FusedMatMul`; the remapper only writes it
+//! into graphs that are not differentiated afterwards.
+
+use std::marker::PhantomData;
+
+use graph::{bf16, f16, DType, Result, Status, TensorShape};
+use rayon::prelude::*;
+
+use super::gemm::{gemm_into, GemmScalar, MatRef, PAR_FLOPS};
+use super::naive;
+use super::plan::{Flavor, Plan};
+use crate::cpu::math::elem::FloatOps;
+use crate::cpu::math::unary::UnaryFn;
+use crate::cpu::math::unary_ops::{SigmoidFn, TanhFn};
+use crate::cpu::nn::NnFloat;
+use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
+use crate::registry::{KernelDef, KernelRegistry};
+
+/// The activation applied after the bias.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FusedActivation {
+    /// None: `["BiasAdd"]`.
+    Identity,
+    /// `max(x, 0)`.
+    Relu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    /// `exp(x) - 1` below 0.
+    Elu,
+    /// `alpha * x` below 0 (`leakyrelu_alpha`).
+    LeakyRelu(f32),
+    /// `tanh(x)`.
+    Tanh,
+    /// `1 / (1 + exp(-x))`.
+    Sigmoid,
+}
+
+/// A node's fused computation: `BiasAdd`, then [`FusedActivation`] (TensorFlow's
+/// `FusedComputationType`, bias-add family: the only one its MatMul kernel runs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusedComputation {
+    /// The activation after the bias.
+    pub activation: FusedActivation,
+}
+
+/// The `fused_ops` TensorFlow 2.21's CPU `_FusedMatMul` kernel accepts, after
+/// `BiasAdd`.
+pub const CPU_ACTIVATIONS: &[&str] = &["Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"];
+
+impl FusedComputation {
+    /// Checks a node's attributes as TensorFlow's `InitializeFusedComputation`
+    /// does: a non-empty `fused_ops` (`InvalidArgument`), one of the CPU patterns
+    /// (`Unimplemented`), then exactly one extra argument, the bias
+    /// (`InvalidArgument`).
+    pub fn from_attrs(
+        fused_ops: &[String],
+        num_args: i64,
+        leakyrelu_alpha: f32,
+    ) -> Result<FusedComputation> {
+        if fused_ops.is_empty() {
+            return Err(Status::invalid_argument(
+                "Fused MatMul must have at least one fused op.",
+            ));
+        }
+        let ops: Vec<&str> = fused_ops.iter().map(String::as_str).collect();
+        let activation = match ops.as_slice() {
+            ["BiasAdd"] => Some(FusedActivation::Identity),
+            ["BiasAdd", "Relu"] => Some(FusedActivation::Relu),
+            ["BiasAdd", "Relu6"] => Some(FusedActivation::Relu6),
+            ["BiasAdd", "Elu"] => Some(FusedActivation::Elu),
+            ["BiasAdd", "LeakyRelu"] => Some(FusedActivation::LeakyRelu(leakyrelu_alpha)),
+            ["BiasAdd", "Tanh"] => Some(FusedActivation::Tanh),
+            ["BiasAdd", "Sigmoid"] => Some(FusedActivation::Sigmoid),
+            _ => None,
+        };
+        let Some(activation) = activation else {
+            return Err(Status::unimplemented(format!(
+                "Fusion is not implemented: [{}]",
+                ops.join(",")
+            )));
+        };
+        if num_args != 1 {
+            return Err(Status::invalid_argument(
+                "Fused MatMul with BiasAdd must have one extra argument: bias or 4 extra \
+                 arguments: bias, side_input, conv_input_scale and side_input_scale",
+            ));
+        }
+        Ok(FusedComputation { activation })
+    }
+}
+
+/// TensorFlow's checks of the two operands, with its messages and in its order.
+fn check_operands(a: &TensorShape, b: &TensorShape, ta: bool, tb: bool) -> Result<()> {
+    let bad = |m: String| Err(Status::invalid_argument(m));
+    if a.rank() != b.rank() {
+        return bad(format!("In[0] and In[1] has different ndims: {a} vs. {b}"));
+    }
+    if a.rank() != 2 {
+        return bad(format!("In[0] is not a matrix. Instead it has shape {a}"));
+    }
+    if b.rank() != 2 {
+        return bad(format!("In[1] is not a matrix. Instead it has shape {b}"));
+    }
+    let ka = a.dims()[if ta { 0 } else { 1 }];
+    let kb = b.dims()[if tb { 1 } else { 0 }];
+    if ka != kb {
+        return bad(format!("Matrix size-incompatible: In[0]: {a}, In[1]: {b}"));
+    }
+    Ok(())
+}
+
+/// The bias must be a vector (TensorFlow's message, shape appended without a
+/// space) with one element per output column (its oneDNN kernel's message).
+fn check_bias(bias: &TensorShape, n: usize) -> Result<()> {
+    if bias.rank() != 1 {
+        return Err(Status::invalid_argument(format!(
+            "bias must be 1-dimensional{bias}"
+        )));
+    }
+    if bias.dims()[0] != n {
+        return Err(Status::invalid_argument(format!(
+            "Must provide as many biases as the channel size: {bias} vs. {n}"
+        )));
+    }
+    Ok(())
+}
+
+/// The operands of one product: its plan, the input buffers, and whether the left
+/// one is read transposed.
+#[derive(Clone, Copy)]
+pub struct Operands<'a, T> {
+    plan: &'a Plan,
+    a: &'a [T],
+    b: &'a [T],
+    transpose_a: bool,
+}
+
+/// An element type of the fused kernel: float arithmetic (rounding after each
+/// operation for `half` and `bfloat16`) and its product.
+pub trait FusedElem: NnFloat + FloatOps {
+    /// `out = act(a · b + bias)` (`k > 0`, `out` non-empty, every row
+    /// `bias.len()` long).
+    fn product(p: Operands<'_, Self>, out: &mut [Self], e: Epilogue<'_, Self>) -> Result<()>;
+}
+
+impl FusedElem for f32 {
+    fn product(p: Operands<'_, f32>, out: &mut [f32], e: Epilogue<'_, f32>) -> Result<()> {
+        gemm_bias_activation(p, out, e)
+    }
+}
+
+macro_rules! loop_product {
+    ($($t:ty),*) => {$(
+        impl FusedElem for $t {
+            fn product(p: Operands<'_, $t>, out: &mut [$t], e: Epilogue<'_, $t>) -> Result<()> {
+                naive::batched_loop::<$t, $t, f32, $t>(p.plan, p.a, p.b, out)?;
+                let threads = if p.plan.flops_per_product() >= PAR_FLOPS / 8 {
+                    rayon::current_num_threads()
+                } else {
+                    1
+                };
+                e.finish(out, threads);
+                Ok(())
+            }
+        }
+    )*};
+}
+loop_product!(f16, bf16);
+
+/// The bias and activation applied to finished output rows.
+#[derive(Clone, Copy)]
+pub struct Epilogue<'a, T> {
+    bias: &'a [T],
+    activation: FusedActivation,
+}
+
+/// `f(row[j] + bias[j])` over every row of `rows` (rows of `bias.len() > 0`
+/// elements).
+#[inline(always)]
+fn bias_map<T: FusedElem>(rows: &mut [T], bias: &[T], f: impl Fn(T) -> T) {
+    for row in rows.chunks_exact_mut(bias.len()) {
+        for (o, &b) in row.iter_mut().zip(bias) {
+            *o = f(*o + b);
+        }
+    }
+}
+
+/// `max(x, 0)` as Eigen's `cwiseMax(0)`: NaN stays NaN.
+#[inline(always)]
+fn relu<T: FusedElem>(x: T) -> T {
+    if x < T::zero() {
+        T::zero()
+    } else {
+        x
+    }
+}
+
+/// `min(max(x, 0), 6)` as Eigen's `cwiseMax(0).cwiseMin(6)`.
+#[inline(always)]
+fn relu6<T: FusedElem>(x: T) -> T {
+    let (y, six) = (relu(x), T::constant(6.0));
+    if six < y {
+        six
+    } else {
+        y
+    }
+}
+
+/// `x < 0 ? exp(x) - 1 : x`.
+#[inline(always)]
+fn elu<T: FusedElem>(x: T) -> T {
+    if x < T::zero() {
+        x.exp() - T::one()
+    } else {
+        x
+    }
+}
+
+impl<T: FusedElem> Epilogue<'_, T> {
+    /// Applies the bias and the activation to whole rows, one activation `match`
+    /// per call.
+    pub fn apply(&self, rows: &mut [T]) {
+        let bias = self.bias;
+        if bias.is_empty() {
+            return;
+        }
+        match self.activation {
+            FusedActivation::Identity => bias_map(rows, bias, |x| x),
+            FusedActivation::Relu => bias_map(rows, bias, relu),
+            FusedActivation::Relu6 => bias_map(rows, bias, relu6),
+            FusedActivation::Elu => bias_map(rows, bias, elu),
+            FusedActivation::LeakyRelu(alpha) => {
+                // `x < 0 ? x * alpha : x` (TensorFlow's output kernel; its
+                // standalone LeakyRelu tests `x > 0` instead).
+                let (alpha, zero) = (T::from_attr_f32(alpha), T::zero());
+                bias_map(rows, bias, |x| if x < zero { x * alpha } else { x })
+            }
+            FusedActivation::Tanh => bias_map(rows, bias, <TanhFn as UnaryFn<T, T>>::apply),
+            FusedActivation::Sigmoid => bias_map(rows, bias, <SigmoidFn as UnaryFn<T, T>>::apply),
+        }
+    }
+
+    /// [`apply`](Self::apply) over `out`, on rayon's threads when the product
+    /// ran on several (`threads > 1`) and `out` has at least [`PAR_FINISH_ELEMS`]
+    /// elements.
+    fn finish(&self, out: &mut [T], threads: usize) {
+        let n = self.bias.len();
+        if threads < 2 || out.len() < PAR_FINISH_ELEMS || n == 0 {
+            self.apply(out);
+            return;
+        }
+        let rows = (out.len() / n).div_ceil(threads).max(1);
+        out.par_chunks_mut(rows * n).for_each(|c| self.apply(c));
+    }
+}
+
+/// The output bytes of one row block: it is finished (biased and activated)
+/// right after `gemm` writes it, while it is still in the cache (1 MiB: a server
+/// core's L2).
+pub const FINISH_BLOCK_BYTES: usize = 1 << 20;
+
+/// The fewest rows of a block: each `gemm` call packs the whole right-hand matrix
+/// again, which costs about `1 / (2 · rows)` of the block's multiply-adds.
+pub const MIN_BLOCK_ROWS: usize = 64;
+
+/// Blocks with at least this many elements are finished on every rayon thread.
+pub const PAR_FINISH_ELEMS: usize = 1 << 16;
+
+/// `out = act(a · b + bias)` through `gemm`, in row blocks of about
+/// [`FINISH_BLOCK_BYTES`]: each block is multiplied by `gemm` with the threads
+/// `MatMul` would give the whole product (all of rayon's when it has at least
+/// [`PAR_FLOPS`] flops, else one), then finished at once. A product whose output
+/// fits one block, or of at most [`MIN_BLOCK_ROWS`] rows, is a single `gemm`
+/// call, exactly `MatMul`'s. (Splitting rows across threads instead, one
+/// single-threaded `gemm` per block, was 25% slower on a 64×784 · 784×256
+/// product with two threads: every block packs all of `b` again.)
+fn gemm_bias_activation<T: GemmScalar + FusedElem>(
+    p: Operands<'_, T>,
+    out: &mut [T],
+    e: Epilogue<'_, T>,
+) -> Result<()> {
+    let Operands {
+        plan,
+        a: x,
+        b: y,
+        transpose_a,
+    } = p;
+    let (m, n) = (plan.m(), plan.n());
+    let (a, b) = plan.operands(0, x, y)?;
+    let threads = if plan.flops_per_product() >= PAR_FLOPS {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
+    let row_bytes = n.saturating_mul(std::mem::size_of::<T>()).max(1);
+    let block_rows = (FINISH_BLOCK_BYTES / row_bytes).max(MIN_BLOCK_ROWS);
+    if block_rows >= m {
+        gemm_into(a, b, out, threads)?;
+        e.finish(out, threads);
+        return Ok(());
+    }
+    let layout = RowLayout::of(plan, transpose_a, x.len())?;
+    for (i, block) in out.chunks_mut(block_rows * n).enumerate() {
+        let a_block = layout.block(x, i * block_rows, block.len() / n)?;
+        gemm_into(a_block, b, block, threads)?;
+        e.finish(block, threads);
+    }
+    Ok(())
+}
+
+/// How the left operand's rows lie in its buffer, to view row blocks of it.
+#[derive(Clone, Copy)]
+struct RowLayout {
+    k: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl RowLayout {
+    /// The layout of `plan`'s left operand: stored `[m, k]` (rows contiguous) or,
+    /// `transposed`, `[k, m]`.
+    fn of(plan: &Plan, transposed: bool, len: usize) -> Result<RowLayout> {
+        let (m, k) = (plan.m(), plan.k());
+        if m.checked_mul(k) != Some(len) {
+            return Err(Status::internal(format!(
+                "left operand of {len} elements is not {m}x{k}"
+            )));
+        }
+        Ok(if transposed {
+            RowLayout { k, rs: 1, cs: m }
+        } else {
+            RowLayout { k, rs: k, cs: 1 }
+        })
+    }
+
+    /// Rows `r0 .. r0 + rows` as a matrix view (bounds checked by `MatRef::new`).
+    fn block<'a, T: Copy>(&self, x: &'a [T], r0: usize, rows: usize) -> Result<MatRef<'a, T>> {
+        let start = r0
+            .checked_mul(self.rs)
+            .filter(|&s| s <= x.len())
+            .ok_or_else(|| Status::internal(format!("row block at {r0} outside the operand")))?;
+        MatRef::new(&x[start..], rows, self.k, self.rs, self.cs)
+    }
+}
+
+/// The `_FusedMatMul` kernel for element type `T`.
+pub struct FusedMatMulKernel<T> {
+    transpose_a: bool,
+    transpose_b: bool,
+    fused: FusedComputation,
+    _t: PhantomData<fn(T)>,
+}
+
+impl<T: FusedElem> OpKernel for FusedMatMulKernel<T> {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let (ta, tb) = (self.transpose_a, self.transpose_b);
+        let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+        check_operands(a.shape(), b.shape(), ta, tb)?;
+        let plan = Plan::new(a.shape(), b.shape(), ta, tb, Flavor::MatMul)?;
+        let mut out = ctx.allocate(T::DTYPE, plan.out_shape().clone())?;
+        if plan.out_shape().num_elements() > 0 {
+            let bias = ctx.input(2)?;
+            check_bias(bias.shape(), plan.n())?;
+            let e = Epilogue {
+                bias: bias.as_slice::<T>()?,
+                activation: self.fused.activation,
+            };
+            let dst = out.as_mut_slice::<T>()?;
+            if plan.k() == 0 {
+                dst.fill(T::zero());
+                e.apply(dst);
+            } else {
+                let p = Operands {
+                    plan: &plan,
+                    a: a.as_slice::<T>()?,
+                    b: b.as_slice::<T>()?,
+                    transpose_a: ta,
+                };
+                T::product(p, dst, e)?;
+            }
+        }
+        ctx.set_output(0, out)
+    }
+
+    fn is_expensive(&self) -> bool {
+        true
+    }
+}
+
+fn kernel<T: FusedElem>(
+    c: &OpKernelConstruction<'_>,
+    fused: FusedComputation,
+) -> Result<Box<dyn OpKernel>> {
+    Ok(Box::new(FusedMatMulKernel::<T> {
+        transpose_a: c.attr("transpose_a")?,
+        transpose_b: c.attr("transpose_b")?,
+        fused,
+        _t: PhantomData,
+    }))
+}
+
+fn make(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> {
+    let fused = FusedComputation::from_attrs(
+        &c.attr::<Vec<String>>("fused_ops")?,
+        c.attr("num_args")?,
+        c.attr("leakyrelu_alpha")?,
+    )?;
+    match c.attr::<DType>("T")? {
+        DType::F32 => kernel::<f32>(c, fused),
+        DType::F16 => kernel::<f16>(c, fused),
+        DType::BF16 => kernel::<bf16>(c, fused),
+        t => Err(Status::unimplemented(format!(
+            "no CPU _FusedMatMul for {t}"
+        ))),
+    }
+}
+
+/// TensorFlow 2.21's CPU types of `_FusedMatMul`.
+pub const FUSED_MATMUL_DTYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+
+/// Registers the `_FusedMatMul` CPU kernel.
+pub fn register_all_kernels(r: &mut KernelRegistry) {
+    r.register(KernelDef::cpu("_FusedMatMul", make).type_constraint("T", FUSED_MATMUL_DTYPES));
+}
