@@ -9,8 +9,11 @@
 //! - [`optimize`] — CSE and constant folding of a placed step graph.
 //! - [`partition`] — split a placed graph per device, replacing each cross-device
 //!   edge by a `_Send`/`_Recv` pair.
+//! - [`fuse_matmul`] — TensorFlow's remapper fusion of `MatMul` + `BiasAdd`
+//!   (+ activation) into `_FusedMatMul`, over a placed step's nodes.
 
 pub mod control_flow;
+pub mod fuse_matmul;
 pub mod optimize;
 pub mod partition;
 pub mod place;
