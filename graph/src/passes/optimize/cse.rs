@@ -9,7 +9,7 @@
 //! for commutative ops as TensorFlow sorts them) and set of control inputs (by
 //! class). Never merged: stateful and asynchronous ops, nodes with reference
 //! inputs or outputs, control flow, transfers, `_Arg`/`_Retval` and placeholders
-//! ([`is_structural`](super::is_structural)).
+//! (`is_structural` in the parent module).
 //!
 //! Names survive where the client uses them: when a fetched or target node joins
 //! a class whose survivor is not one, it becomes the survivor; two protected nodes
