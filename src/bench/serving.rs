@@ -1,5 +1,5 @@
 //! The model-server workloads: throughput and tail latency of
-//! [`ModelServer`](crate::serving::ModelServer) answering TensorFlow Serving's
+//! [`ModelServer`] answering TensorFlow Serving's
 //! gRPC `Predict` over 127.0.0.1, with and without inter-request batching, and
 //! while a new model version is swapped in.
 //!
