@@ -570,9 +570,12 @@ impl Served {
             during,
         )?;
         report.check(what)?;
-        // The session runs of the version serving when the window opened (all
-        // of them but across a swap; none without batching).
+        // Requests per session run, when every request went through the
+        // batchers of the version serving when the window opened (batching on,
+        // no swap); about, since the clients' first requests ran just before.
         let runs = servable.batch_runs() - runs;
+        let same = server.models().available_versions(MODEL) == [servable.id().version];
+        let mean_batch = (runs > 0 && same).then(|| report.ok as f64 / runs as f64);
         tracing::info!(
             what,
             requests = report.ok,
@@ -580,8 +583,7 @@ impl Served {
             p50_ms = millis(report.p50()),
             p99_ms = millis(report.p99()),
             max_ms = millis(report.percentile(1.0)),
-            batch_runs = runs,
-            mean_batch = report.ok as f64 / runs.max(1) as f64,
+            mean_batch = ?mean_batch,
             "serving window"
         );
         Ok((report, t))
