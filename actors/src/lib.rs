@@ -33,6 +33,7 @@ pub mod worker;
 
 #[cfg(feature = "runtime")]
 pub use runtime::{Runtime, RuntimeOptions};
+pub use graph::passes::optimize::{OptLevel, OptimizerOptions};
 pub use session::state::{CompiledStep, SessionOptions};
 #[cfg(feature = "runtime")]
 pub use session::{

@@ -105,6 +105,7 @@ impl GrpcSession {
                 operation_timeout_in_ms: options
                     .default_timeout
                     .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
+                graph_options: Some(crate::wire::graph_options_of(&options.optimizer)),
                 ..Default::default()
             }),
             target: target.to_owned(),

@@ -266,6 +266,7 @@ impl MasterState {
             .collect::<Result<Vec<_>>>()?;
         let options = SessionOptions::default()
             .with_allow_soft_placement(config.allow_soft_placement)
+            .with_optimizer(wire::optimizer_options_from_proto(&config))
             .with_default_timeout(
                 (config.operation_timeout_in_ms > 0)
                     .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),

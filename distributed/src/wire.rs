@@ -10,9 +10,14 @@
 //! - A transport failure (connection refused, reset, the peer gone) is
 //!   `Unavailable` naming the peer, which is what makes a master fail the step
 //!   rather than wait.
+//! - Graph optimizations travel as TensorFlow's `GraphOptions.optimizer_options`,
+//!   with TensorFlow's reading: level L1 (the proto's default) turns constant
+//!   folding and CSE on whatever the flags say, and a zero size limit is the
+//!   default one.
 
+use graph::passes::optimize::{OptLevel, OptimizerOptions};
 use graph::{Code, Status, Tensor};
-use proto::tensorflow::{NamedTensorProto, TensorProto};
+use proto::tensorflow::{self as pb, NamedTensorProto, TensorProto};
 
 /// The status's message as it travels: the node, if any, in TensorFlow's
 /// `[[{{node NAME}}]]` form.
@@ -119,5 +124,74 @@ mod tests {
             tensor_of(None, "y").unwrap_err().code(),
             Code::InvalidArgument
         );
+    }
+}
+
+/// The optimizer options a client's `ConfigProto.graph_options` ask for; see the
+/// module docs. No `graph_options` reads as the proto's defaults: level L1.
+pub fn optimizer_options_from_proto(config: &pb::ConfigProto) -> OptimizerOptions {
+    let o = config
+        .graph_options
+        .as_ref()
+        .and_then(|g| g.optimizer_options.clone())
+        .unwrap_or_default();
+    OptimizerOptions::default()
+        .with_do_common_subexpression_elimination(o.do_common_subexpression_elimination)
+        .with_do_constant_folding(o.do_constant_folding)
+        .with_max_folded_constant_in_bytes(
+            usize::try_from(o.max_folded_constant_in_bytes).unwrap_or(0),
+        )
+        .with_opt_level(if o.opt_level >= pb::optimizer_options::Level::L1 as i32 {
+            OptLevel::L1
+        } else {
+            OptLevel::L0
+        })
+}
+
+/// `options` as the `GraphOptions` a master reads back with
+/// [`optimizer_options_from_proto`].
+pub fn graph_options_of(options: &OptimizerOptions) -> pb::GraphOptions {
+    pb::GraphOptions {
+        optimizer_options: Some(pb::OptimizerOptions {
+            do_common_subexpression_elimination: options.do_common_subexpression_elimination,
+            do_constant_folding: options.do_constant_folding,
+            max_folded_constant_in_bytes: i64::try_from(options.max_folded_constant_in_bytes)
+                .unwrap_or(i64::MAX),
+            opt_level: match options.opt_level {
+                OptLevel::L1 => pb::optimizer_options::Level::L1 as i32,
+                OptLevel::L0 => pb::optimizer_options::Level::L0 as i32,
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod optimizer_tests {
+    use super::*;
+
+    #[test]
+    fn optimizer_options_read_as_tensorflow_reads_them() {
+        // No graph_options, or all defaults: L1, both passes on.
+        let none = optimizer_options_from_proto(&pb::ConfigProto::default());
+        assert!(none.cse_enabled() && none.folding_enabled());
+        assert_eq!(none.max_folded_bytes(), 10 << 20);
+        // L0 with only folding.
+        let mut c = pb::ConfigProto::default();
+        c.graph_options = Some(graph_options_of(
+            &OptimizerOptions::disabled()
+                .with_do_constant_folding(true)
+                .with_max_folded_constant_in_bytes(1024),
+        ));
+        let o = optimizer_options_from_proto(&c);
+        assert!(!o.cse_enabled() && o.folding_enabled());
+        assert_eq!(o.max_folded_bytes(), 1024);
+        assert!(optimizer_options_from_proto(&{
+            let mut c = pb::ConfigProto::default();
+            c.graph_options = Some(graph_options_of(&OptimizerOptions::disabled()));
+            c
+        })
+        .is_disabled());
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! - [`allocator`] — fallible tensor allocation under the device's limit.
 //! - [`entry`] — the values that travel along edges.
+//! - [`evaluator`] — running one CPU kernel at step build, for constant folding.
 //! - [`op_kernel`] — kernel traits and contexts.
 //! - [`registry`] — kernels by op, device type and type constraints.
 //! - [`queue`] — queues as actors (state machine, stores, host).
@@ -18,6 +19,7 @@ pub mod accumulator;
 pub mod allocator;
 pub mod cpu;
 pub mod entry;
+pub mod evaluator;
 pub mod op_kernel;
 pub mod queue;
 pub mod record;

@@ -1,4 +1,5 @@
-//! `actorflow inspect`: a graph's op histogram, the placement and partitions a
+//! `actorflow inspect`: a graph's op histogram, the node counts before and after
+//! each graph optimization, the placement and partitions a
 //! session chooses for one step (by default, one that runs every node), and the
 //! graph as Graphviz DOT (`--dot`) or SVG (`--svg`, when `dot` is installed).
 //! Given a checkpoint prefix instead of a graph (`model.ckpt-300`, whose
@@ -187,6 +188,21 @@ pub fn main(args: &InspectArgs) -> Result<()> {
     let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
     for (_, d) in &step.placement {
         *per_device.entry(d.as_str()).or_default() += 1;
+    }
+    if step.optimizations.is_empty() {
+        println!("optimizations: off");
+    } else {
+        println!("optimizations:");
+    }
+    for p in &step.optimizations {
+        let what = match p.pass {
+            "constant_folding" => "folded",
+            _ => "merged",
+        };
+        println!(
+            "  {}: {} -> {} nodes ({} {what})",
+            p.pass, p.nodes_before, p.nodes_after, p.changed
+        );
     }
     println!("placement ({} nodes in the step):", step.placement.len());
     for (d, n) in &per_device {

@@ -1,18 +1,21 @@
 //! [`SessionState`]: the master role of a session as a plain state machine — the
 //! session's graph, and for each step signature the [`CompiledStep`] built once by
-//! rewriting, placing and partitioning it by task, each task's piece registered
-//! with its worker (TensorFlow's `MasterSession`), which partitions it by device and
-//! plans it. The session actor hosts it.
+//! rewriting, placing, optimizing ([`graph::passes::optimize`]: constant folding
+//! and CSE, as [`SessionOptions::optimizer`] asks) and partitioning it by task, each
+//! task's piece registered with its worker (TensorFlow's `MasterSession`), which
+//! partitions it by device and plans it. The session actor hosts it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
+use graph::passes::optimize::{optimize_step, OptimizerOptions, PassReport, StepFacts};
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
 use graph::passes::shape_inference::infer_shapes;
 use graph::{DeviceName, Graph, GraphDef, NodeDef, OpRegistry, Result, Shape, Status};
+use kernels::evaluator::CpuEvaluator;
 use kernels::KernelRegistry;
 
 use crate::worker::{RegisterGraphRequest, WorkerInterface};
@@ -97,6 +100,8 @@ pub struct CompiledStep {
     /// that a fetch asked for before its feeds were given is an error, not a
     /// wait that never ends (TensorFlow's `CheckFetch`). Empty for a whole step.
     pub fetch_feeds: Vec<Vec<usize>>,
+    /// What each graph optimization pass did to the step (none when disabled).
+    pub optimizations: Vec<PassReport>,
 }
 
 /// For each `_Retval` of `g` by index, the `_Arg`s (by index) it depends on
@@ -168,6 +173,10 @@ pub struct SessionOptions {
     /// request names no job are placed on: a cluster's master sets its own task
     /// (TensorFlow's client device). `None`: any device.
     pub default_task: Option<DeviceName>,
+    /// The graph optimizations run on every step built (TensorFlow's
+    /// `GraphOptions.optimizer_options`): by default, as TensorFlow's L1, constant
+    /// folding and common subexpression elimination.
+    pub optimizer: OptimizerOptions,
 }
 
 impl Default for SessionOptions {
@@ -179,6 +188,7 @@ impl Default for SessionOptions {
             random_placement_seed: None,
             max_allocation_bytes: None,
             default_task: None,
+            optimizer: OptimizerOptions::default(),
         }
     }
 }
@@ -197,6 +207,8 @@ impl SessionOptions {
         with_max_allocation_bytes => max_allocation_bytes: Option<usize> as into;
         /// Sets [`default_task`](Self::default_task).
         with_default_task => default_task: Option<DeviceName> as into;
+        /// Sets [`optimizer`](Self::optimizer).
+        with_optimizer => optimizer: OptimizerOptions;
     }
 }
 
@@ -391,6 +403,19 @@ impl SessionState {
             def.device.clone_from(&names[d]);
             piece.node.push(def);
         }
+        // Optimized after placement, as TensorFlow optimizes placed graphs: CSE
+        // merges only nodes on one device, and a folded Const keeps its node's.
+        let optimizations = self.optimize(&mut piece, &sg.feeds, sig)?;
+        let g = if optimizations.iter().any(|p| p.changed > 0) {
+            Graph::from_graph_def(&piece, OpRegistry::global())?
+        } else {
+            g
+        };
+        let placement = piece
+            .node
+            .iter()
+            .map(|n| (n.name.clone(), n.device.clone()))
+            .collect();
         let registered = self.worker.register_graph(RegisterGraphRequest {
             graph: piece,
             partial: sig.partial,
@@ -410,19 +435,53 @@ impl SessionState {
                 .map(|(device, graph)| CompiledPartition { device, graph })
                 .collect(),
             feeds: sg.feeds,
-            placement: g
-                .nodes()
-                .iter()
-                .zip(&assignment)
-                .map(|(n, &d)| (n.name().to_owned(), names[d].clone()))
-                .collect(),
+            placement,
             transfers: registered.transfers,
             fetch_feeds: if sig.partial {
                 fetch_feeds(&g)?
             } else {
                 Vec::new()
             },
+            optimizations,
         })
+    }
+
+    /// Runs the graph optimizations the session's options enable on the placed
+    /// step `piece`, in place; returns what each pass did.
+    fn optimize(
+        &self,
+        piece: &mut GraphDef,
+        feeds: &[FeedSpec],
+        sig: &StepSignature,
+    ) -> Result<Vec<PassReport>> {
+        let options = &self.options.optimizer;
+        if options.is_disabled() {
+            return Ok(Vec::new());
+        }
+        let max_allocation = self
+            .options
+            .max_allocation_bytes
+            .unwrap_or_else(kernels::allocator::default_max_allocation_bytes);
+        let evaluator = CpuEvaluator::new(KernelRegistry::global(), max_allocation);
+        let arg_shapes: Vec<Shape> = feeds.iter().map(|f| f.shape.clone()).collect();
+        let facts = StepFacts {
+            registry: OpRegistry::global(),
+            evaluator: &evaluator,
+            arg_shapes: &arg_shapes,
+            keep: &sig.targets,
+        };
+        let out = optimize_step(std::mem::take(&mut piece.node), options, &facts)?;
+        for p in &out.passes {
+            tracing::debug!(
+                pass = p.pass,
+                nodes_before = p.nodes_before,
+                nodes_after = p.nodes_after,
+                changed = p.changed,
+                "graph optimization"
+            );
+        }
+        piece.node = out.nodes;
+        Ok(out.passes)
     }
 
     /// A fed tensor whose node declares no shape (not a `Placeholder`) must still

@@ -8,8 +8,9 @@
 //! checks them against; not through a `Switch`, not downstream of a loop's `Merge`,
 //! whose shape inference assumes loop-invariant shapes); or any other node with at
 //! least one data input, all of them constant, that is not stateful, asynchronous,
-//! control flow, a transfer, an `_Arg`/`_Retval` or a placeholder, takes and gives
-//! no references or resources, calls no function, has a CPU kernel the
+//! control flow, a transfer, an `_Arg`/`_Retval` or a placeholder, reads no files
+//! (`MatchingFiles`, `ReadFile`), takes and gives no references or resources,
+//! calls no function, has a CPU kernel the
 //! [`NodeEvaluator`] runs, and has no statically known output larger than the
 //! limit. Control inputs from other nodes are allowed, as in TensorFlow: they are
 //! carried over to the replacing `Const` (a shape op's data input becomes one too),
@@ -58,6 +59,7 @@ fn is_foldable(n: &Node, evaluator: &dyn NodeEvaluator) -> bool {
     !n.op_def.is_stateful
         && !n.op_def.is_async
         && !super::is_structural(n.op())
+        && !reads_the_outside_world(n.op())
         && n.num_inputs() > 0
         && n.sig.inputs.iter().all(plain)
         && n.sig.outputs.iter().all(plain)
@@ -67,6 +69,12 @@ fn is_foldable(n: &Node, evaluator: &dyn NodeEvaluator) -> bool {
             _ => false,
         })
         && evaluator.can_evaluate(n)
+}
+
+/// Ops that declare no state but read files, whose answers may change between
+/// steps: evaluated at run time, never at build.
+fn reads_the_outside_world(op: &str) -> bool {
+    matches!(op, "MatchingFiles" | "ReadFile")
 }
 
 /// Whether a statically known output of `n` is larger than `max` bytes.

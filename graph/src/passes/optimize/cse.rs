@@ -5,7 +5,8 @@
 //! rewired to the class's *survivor*.
 //!
 //! Two nodes are equivalent when they have the same op, attributes (floats bit
-//! for bit), assigned device, loop frame, data inputs (by class and port, sorted
+//! for bit; colocation groups, `_class`, are ignored: the step is placed, and
+//! each node's device is compared instead), assigned device, loop frame, data inputs (by class and port, sorted
 //! for commutative ops as TensorFlow sorts them) and set of control inputs (by
 //! class). Never merged: stateful and asynchronous ops, nodes with reference
 //! inputs or outputs, control flow, transfers, `_Arg`/`_Retval` and placeholders
@@ -73,12 +74,21 @@ fn attr_eq(a: &AttrValue, b: &AttrValue) -> bool {
     }
 }
 
+/// Attributes that only constrain placement, which is done when the pass runs.
+fn placement_only(name: &str) -> bool {
+    name == "_class"
+}
+
 fn attrs_eq(a: &NodeDef, b: &NodeDef) -> bool {
-    a.attr.len() == b.attr.len()
-        && a.attr
-            .iter()
-            .zip(&b.attr)
-            .all(|((ka, va), (kb, vb))| ka == kb && attr_eq(va, vb))
+    let a = a.attr.iter().filter(|(k, _)| !placement_only(k));
+    let mut b = b.attr.iter().filter(|(k, _)| !placement_only(k));
+    for (ka, va) in a {
+        match b.next() {
+            Some((kb, vb)) if ka == kb && attr_eq(va, vb) => {}
+            _ => return false,
+        }
+    }
+    b.next().is_none()
 }
 
 /// A cheap hash of an attribute value: enough to spread constants over buckets
@@ -111,7 +121,7 @@ fn node_hash(n: &Node, key: &Key) -> u64 {
     key.data.hash(&mut h);
     key.control.hash(&mut h);
     key.frame.hash(&mut h);
-    for (k, v) in &n.def.attr {
+    for (k, v) in n.def.attr.iter().filter(|(k, _)| !placement_only(k)) {
         k.hash(&mut h);
         hash_attr(&mut h, v);
     }

@@ -144,7 +144,8 @@ pub struct PassReport {
     pub pass: &'static str,
     /// Nodes before its first run.
     pub nodes_before: usize,
-    /// Nodes after its last run.
+    /// `nodes_before` plus the nodes this pass added and minus those it removed,
+    /// over all its runs (what the other pass did is not counted).
     pub nodes_after: usize,
     /// Nodes it removed by merging (CSE) or replaced by `Const`s (folding).
     pub changed: usize,
@@ -224,11 +225,11 @@ pub(crate) fn is_structural(op: &str) -> bool {
     )
 }
 
-fn pass_report(pass: &'static str, nodes: usize) -> PassReport {
+fn pass_report(pass: &'static str) -> PassReport {
     PassReport {
         pass,
-        nodes_before: nodes,
-        nodes_after: nodes,
+        nodes_before: 0,
+        nodes_after: 0,
         changed: 0,
     }
 }
@@ -246,40 +247,44 @@ pub fn optimize_step(
     }
     let mut fold = options
         .folding_enabled()
-        .then(|| pass_report("constant_folding", nodes.len()));
+        .then(|| pass_report("constant_folding"));
     let mut cse = options
         .cse_enabled()
-        .then(|| pass_report("common_subexpression_elimination", nodes.len()));
-    let mut nodes = nodes;
+        .then(|| pass_report("common_subexpression_elimination"));
     let folding = constant_folding::FoldOptions {
         max_constant_size_in_bytes: options.max_folded_bytes(),
     };
+    let mut nodes = nodes;
+    // The graph of `nodes`, rebuilt only when a pass changed them.
+    let mut g = graph_of(&nodes, facts.registry)?;
+    for r in fold.iter_mut().chain(cse.iter_mut()) {
+        r.nodes_before = g.num_nodes();
+        r.nodes_after = g.num_nodes();
+    }
     for round in 0..MAX_ROUNDS {
         let mut changed = false;
         if let Some(r) = fold.as_mut() {
-            let g = graph_of(&nodes, facts.registry)?;
-            if round == 0 {
-                r.nodes_before = g.num_nodes();
-            }
             let out = constant_folding::fold_constants(&g, &folding, facts)?;
-            r.nodes_after = out.nodes.len();
             if out.replaced > 0 {
+                r.nodes_after = (r.nodes_after + out.nodes.len()).saturating_sub(g.num_nodes());
                 r.changed += out.folded;
                 changed = true;
                 nodes = out.nodes;
+                g = graph_of(&nodes, facts.registry)?;
             }
         }
         if let Some(r) = cse.as_mut() {
-            let g = graph_of(&nodes, facts.registry)?;
             if round == 0 {
                 r.nodes_before = g.num_nodes();
+                r.nodes_after = g.num_nodes();
             }
             let out = cse::eliminate_common_subexpressions(&g, facts.keep);
-            r.nodes_after = out.nodes.len();
             if out.merged > 0 {
+                r.nodes_after = (r.nodes_after + out.nodes.len()).saturating_sub(g.num_nodes());
                 r.changed += out.merged;
                 changed = true;
                 nodes = out.nodes;
+                g = graph_of(&nodes, facts.registry)?;
             }
         }
         if !changed {
