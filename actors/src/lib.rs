@@ -31,9 +31,9 @@ pub mod stats;
 pub mod step;
 pub mod worker;
 
+pub use graph::passes::optimize::{OptLevel, OptimizerOptions};
 #[cfg(feature = "runtime")]
 pub use runtime::{Runtime, RuntimeOptions};
-pub use graph::passes::optimize::{OptLevel, OptimizerOptions};
 pub use session::state::{CompiledStep, SessionOptions};
 #[cfg(feature = "runtime")]
 pub use session::{
