@@ -277,3 +277,32 @@ impl Drop for RuntimeInner {
         self.shutdown();
     }
 }
+
+/// Blocks on `rt` until the process receives SIGINT (Ctrl-C) or SIGTERM;
+/// `ready` runs once the handlers are in place (a line saying a server
+/// listens, printed there, is never followed by a signal the process misses).
+/// `rt` needs its I/O driver (`enable_all`). The servers' `wait_for_signal`,
+/// on their own runtimes.
+pub fn wait_for_signal(rt: &tokio::runtime::Runtime, ready: impl FnOnce()) -> Result<()> {
+    rt.block_on(async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let handler = |e: std::io::Error| Status::internal(format!("signal handler: {e}"));
+            let mut term = signal(SignalKind::terminate()).map_err(handler)?;
+            let mut int = signal(SignalKind::interrupt()).map_err(handler)?;
+            ready();
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let c = tokio::signal::ctrl_c();
+            ready();
+            let _ = c.await;
+        }
+        Ok(())
+    })
+}

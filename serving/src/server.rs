@@ -265,27 +265,7 @@ impl ModelServer {
             .tokio
             .as_ref()
             .ok_or_else(|| Status::failed_precondition("the server has stopped"))?;
-        rt.block_on(async {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{signal, SignalKind};
-                let handler = |e: std::io::Error| Status::internal(format!("signal handler: {e}"));
-                let mut term = signal(SignalKind::terminate()).map_err(handler)?;
-                let mut int = signal(SignalKind::interrupt()).map_err(handler)?;
-                ready();
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            #[cfg(not(unix))]
-            {
-                let c = tokio::signal::ctrl_c();
-                ready();
-                let _ = c.await;
-            }
-            Ok(())
-        })
+        actors::runtime::wait_for_signal(rt, ready)
     }
 
     /// Stops serving: the APIs close (requests in flight get 5 s to finish), the
