@@ -145,10 +145,10 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// The fused kernel against the kernels it replaces (`MatMul`, `BiasAdd`, the
-/// activation) on products large enough for `gemm`'s threads and for several row
-/// blocks, every transpose. (They agree bit for bit on the machines tried: `gemm`
-/// sums over `k` in the same order whatever the row split; the tolerance leaves
-/// room for another microkernel.)
+/// activation) on products large enough for `gemm`'s threads and for the
+/// finishing pass to run on them too, every transpose. (Both call `gemm` the same
+/// way, so they agree bit for bit; the tolerance leaves room for a microkernel
+/// that would not.)
 #[test]
 fn large_products_equal_the_unfused_kernels() {
     use kernels::testutil::run_op;
@@ -160,7 +160,7 @@ fn large_products_equal_the_unfused_kernels() {
         (64, 784, 256, false, false),
         (40, 300, 400, true, false),
         (200, 100, 300, false, true),
-        // Several row blocks of the output (1 MiB each).
+        // Outputs of 600K and 1.4M elements: the finishing pass on every thread.
         (600, 64, 1024, true, false),
         (700, 32, 2048, false, true),
         (3, 2000, 1000, true, true),

@@ -1,6 +1,6 @@
 //! `_FusedMatMul` on the CPU (TensorFlow's `matmul_op_fused.cc`, with the output
 //! kernels of `fused_eigen_output_kernels.h`): `a · b`, plus a bias along the last
-//! dimension, then an activation, written once into the output.
+//! dimension, then an activation, in one kernel and one output buffer.
 //!
 //! - [`FusedComputation`]: what a node's `fused_ops`, `num_args` and
 //!   `leakyrelu_alpha` ask for, checked when the kernel is built, with TensorFlow
@@ -9,14 +9,14 @@
 //!   TensorFlow's CPU ones: `BiasAdd`, alone or followed by `Relu`, `Relu6`, `Elu`,
 //!   `LeakyRelu`, `Tanh` or `Sigmoid`.
 //! - [`FusedMatMulKernel`]: the checks of TensorFlow's `Compute` (its messages, in
-//!   its order), then the product. For `f32` the output is cut into row blocks of
-//!   about 1 MiB; each block is multiplied by `gemm` exactly as `MatMul` calls it
-//!   and then at once biased and activated, while it is still in cache
-//!   (TensorFlow passes the same work to Eigen's contraction as an output kernel,
-//!   per output block; `gemm` takes no such callback, so the finishing is one
-//!   pass over each hot block). `bfloat16` and `half` go through the linalg loop
-//!   kernel (accumulating in `f32`), then add and activate in the element type, as
-//!   Eigen rounds after each operation.
+//!   its order), then the product. For `f32`, `gemm` computes the product exactly
+//!   as `MatMul` calls it, and one pass then adds the bias and applies the
+//!   activation while the output is still in cache, on the threads `gemm` used
+//!   (TensorFlow hands that pass to Eigen's contraction as an output kernel, per
+//!   output block; `gemm` takes no such callback, and splitting the call into row
+//!   blocks measured slower: see `gemm_bias_activation`). `bfloat16` and `half` go
+//!   through the linalg loop kernel (accumulating in `f32`), then add and
+//!   activate in the element type, as Eigen rounds after each operation.
 //!
 //! The bias and the activation are computed as TensorFlow's output kernels write
 //! them (`x < 0 ? alpha * x : x` for `LeakyRelu`, NaN propagating through `Relu`
@@ -40,7 +40,7 @@ use std::marker::PhantomData;
 use graph::{bf16, f16, DType, Result, Status, TensorShape};
 use rayon::prelude::*;
 
-use super::gemm::{gemm_into, GemmScalar, MatRef, PAR_FLOPS};
+use super::gemm::{gemm_into, GemmScalar, PAR_FLOPS};
 use super::naive;
 use super::plan::{Flavor, Plan};
 use crate::cpu::math::elem::FloatOps;
@@ -159,14 +159,12 @@ fn check_bias(bias: &TensorShape, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The operands of one product: its plan, the input buffers, and whether the left
-/// one is read transposed.
+/// The operands of one product: its plan and the input buffers.
 #[derive(Clone, Copy)]
 pub struct Operands<'a, T> {
     plan: &'a Plan,
     a: &'a [T],
     b: &'a [T],
-    transpose_a: bool,
 }
 
 /// An element type of the fused kernel: float arithmetic (rounding after each
@@ -288,93 +286,36 @@ impl<T: FusedElem> Epilogue<'_, T> {
     }
 }
 
-/// The output bytes of one row block: it is finished (biased and activated)
-/// right after `gemm` writes it, while it is still in the cache (1 MiB: a server
-/// core's L2).
-pub const FINISH_BLOCK_BYTES: usize = 1 << 20;
-
-/// The fewest rows of a block: each `gemm` call packs the whole right-hand matrix
-/// again, which costs about `1 / (2 · rows)` of the block's multiply-adds.
-pub const MIN_BLOCK_ROWS: usize = 64;
-
-/// Blocks with at least this many elements are finished on every rayon thread.
+/// Outputs with at least this many elements are finished on every rayon thread
+/// (below it, waking the threads costs more than the pass).
 pub const PAR_FINISH_ELEMS: usize = 1 << 16;
 
-/// `out = act(a · b + bias)` through `gemm`, in row blocks of about
-/// [`FINISH_BLOCK_BYTES`]: each block is multiplied by `gemm` with the threads
-/// `MatMul` would give the whole product (all of rayon's when it has at least
-/// [`PAR_FLOPS`] flops, else one), then finished at once. A product whose output
-/// fits one block, or of at most [`MIN_BLOCK_ROWS`] rows, is a single `gemm`
-/// call, exactly `MatMul`'s. (Splitting rows across threads instead, one
-/// single-threaded `gemm` per block, was 25% slower on a 64×784 · 784×256
-/// product with two threads: every block packs all of `b` again.)
+/// `out = act(a · b + bias)`: one `gemm` call, exactly `MatMul`'s (all of rayon's
+/// threads from [`PAR_FLOPS`] flops on, else one), then one pass over the output
+/// while it is still in the caches `gemm` left it in, on the same threads.
+///
+/// `gemm` takes no per-block callback (Eigen's output kernel), and calling it once
+/// per row block instead, to finish each block hotter, cost more than the pass it
+/// saves: on 16 Xeon cores, 64 × 784 · 784 × 256 took 48 µs as 16 one-thread row
+/// blocks against 54 µs as one call, but 256 × 1024 · 1024 × 1024 took 1838 µs
+/// against 922 µs, and 1024 × 1024 · 1024 × 4096 finished in 64-row blocks (one
+/// call on every thread each) took 33 ms against `MatMul`'s 15 ms
+/// (`examples/fused_matmul_timing.rs`).
+/// One call also keeps the fused product bit for bit the unfused one.
 fn gemm_bias_activation<T: GemmScalar + FusedElem>(
     p: Operands<'_, T>,
     out: &mut [T],
     e: Epilogue<'_, T>,
 ) -> Result<()> {
-    let Operands {
-        plan,
-        a: x,
-        b: y,
-        transpose_a,
-    } = p;
-    let (m, n) = (plan.m(), plan.n());
-    let (a, b) = plan.operands(0, x, y)?;
-    let threads = if plan.flops_per_product() >= PAR_FLOPS {
+    let (a, b) = p.plan.operands(0, p.a, p.b)?;
+    let threads = if p.plan.flops_per_product() >= PAR_FLOPS {
         rayon::current_num_threads()
     } else {
         1
     };
-    let row_bytes = n.saturating_mul(std::mem::size_of::<T>()).max(1);
-    let block_rows = (FINISH_BLOCK_BYTES / row_bytes).max(MIN_BLOCK_ROWS);
-    if block_rows >= m {
-        gemm_into(a, b, out, threads)?;
-        e.finish(out, threads);
-        return Ok(());
-    }
-    let layout = RowLayout::of(plan, transpose_a, x.len())?;
-    for (i, block) in out.chunks_mut(block_rows * n).enumerate() {
-        let a_block = layout.block(x, i * block_rows, block.len() / n)?;
-        gemm_into(a_block, b, block, threads)?;
-        e.finish(block, threads);
-    }
+    gemm_into(a, b, out, threads)?;
+    e.finish(out, threads);
     Ok(())
-}
-
-/// How the left operand's rows lie in its buffer, to view row blocks of it.
-#[derive(Clone, Copy)]
-struct RowLayout {
-    k: usize,
-    rs: usize,
-    cs: usize,
-}
-
-impl RowLayout {
-    /// The layout of `plan`'s left operand: stored `[m, k]` (rows contiguous) or,
-    /// `transposed`, `[k, m]`.
-    fn of(plan: &Plan, transposed: bool, len: usize) -> Result<RowLayout> {
-        let (m, k) = (plan.m(), plan.k());
-        if m.checked_mul(k) != Some(len) {
-            return Err(Status::internal(format!(
-                "left operand of {len} elements is not {m}x{k}"
-            )));
-        }
-        Ok(if transposed {
-            RowLayout { k, rs: 1, cs: m }
-        } else {
-            RowLayout { k, rs: k, cs: 1 }
-        })
-    }
-
-    /// Rows `r0 .. r0 + rows` as a matrix view (bounds checked by `MatRef::new`).
-    fn block<'a, T: Copy>(&self, x: &'a [T], r0: usize, rows: usize) -> Result<MatRef<'a, T>> {
-        let start = r0
-            .checked_mul(self.rs)
-            .filter(|&s| s <= x.len())
-            .ok_or_else(|| Status::internal(format!("row block at {r0} outside the operand")))?;
-        MatRef::new(&x[start..], rows, self.k, self.rs, self.cs)
-    }
 }
 
 /// The `_FusedMatMul` kernel for element type `T`.
@@ -408,7 +349,6 @@ impl<T: FusedElem> OpKernel for FusedMatMulKernel<T> {
                     plan: &plan,
                     a: a.as_slice::<T>()?,
                     b: b.as_slice::<T>()?,
-                    transpose_a: ta,
                 };
                 T::product(p, dst, e)?;
             }
