@@ -10,8 +10,10 @@
 //! - [`serving`] — the model-server workloads (`serve_mlp_rps`,
 //!   `serve_mlp_p99_ms`, their `_unbatched` twins, `serve_mlp_batch32_ms`,
 //!   `serve_swap_p99_ms`, `serve_steady_p99_ms`) and their gRPC load generator.
+//! - [`optimize`] — the graph-optimization workload (`cse_fold_speedup`).
 
 pub mod checkpoint;
+pub mod optimize;
 pub mod serving;
 pub mod workloads;
 

@@ -619,6 +619,14 @@ pub fn all() -> Vec<Workload> {
             description: "serve_swap_p99_ms's 1.5 s window without a swap",
             setup: super::serving::serve_steady_p99_ms,
         },
+        Workload {
+            name: "cse_fold_speedup",
+            unit: "x",
+            description: "TensorFlow's tf.gradients graph of a small MLP (tf_corpus/grad_mlp, \
+                loss + 5 gradients), step time with the graph optimizations off / on \
+                (constant folding + CSE, TensorFlow's L1)",
+            setup: super::optimize::cse_fold_speedup,
+        },
     ]
 }
 
