@@ -48,8 +48,9 @@ pub use serving;
 pub use actors::input::{start_queue_runners, Coordinator, QueueRunner};
 pub use actors::saved_model::{self, SavedModel, SavedModelBuilder, Signature, TensorSpec};
 pub use actors::{
-    CompiledStep, OptLevel, OptimizerOptions, PartialRun, RunArgs, RunMetadata, RunOptions,
-    RunOutput, Runtime, RuntimeOptions, Session, SessionBackend, SessionOptions, TraceLevel,
+    CompiledStep, OptLevel, OptimizerOptions, PartialRun, RewriterConfig, RunArgs, RunMetadata,
+    RunOptions, RunOutput, Runtime, RuntimeOptions, Session, SessionBackend, SessionOptions,
+    Toggle, TraceLevel,
 };
 pub use distributed::{ClusterSpec, Connect, Server, ServerOptions};
 pub use graph::builder::{NodeRef, Operation, Output, Scope, TensorRef};

@@ -2,14 +2,17 @@
 //! (`SessionOptions::optimizer`, TensorFlow's `OptimizerOptions`): common
 //! subexpression elimination and constant folding, each where it applies and
 //! where it must not, counted in the compiled partitions, with the answers of the
-//! unoptimized session; and a cluster session optimizing as a local one does.
+//! unoptimized session; the remapper's `_FusedMatMul` fusion
+//! (`SessionOptions::rewrite_options`); and a cluster session optimizing as a
+//! local one does.
 
 use std::net::TcpListener;
 
 use actorflow::graph::builder::{while_loop, WhileOptions};
 use actorflow::{
-    ops, ClusterSpec, Code, CompiledStep, Connect, DType, OptLevel, OptimizerOptions, RunArgs,
-    RunOptions, Scope, Server, ServerOptions, Session, SessionOptions, Shape, Tensor, TraceLevel,
+    ops, ClusterSpec, Code, CompiledStep, Connect, DType, OptLevel, OptimizerOptions,
+    RewriterConfig, RunArgs, RunOptions, Scope, Server, ServerOptions, Session, SessionOptions,
+    Shape, Tensor, Toggle, TraceLevel,
 };
 
 fn session(s: &Scope, optimizer: OptimizerOptions) -> Session {
@@ -24,8 +27,15 @@ fn on(s: &Scope) -> Session {
     session(s, OptimizerOptions::default())
 }
 
+/// Every optimization off: no folding, no CSE, no remapper.
 fn off(s: &Scope) -> Session {
-    session(s, OptimizerOptions::disabled())
+    Session::new(
+        &s.graph_def(),
+        SessionOptions::default()
+            .with_optimizer(OptimizerOptions::disabled())
+            .with_rewrite_options(RewriterConfig::disabled()),
+    )
+    .unwrap()
 }
 
 /// Nodes of `op` over every partition of the compiled step.
@@ -361,6 +371,11 @@ fn the_mlp_gradient_graph_shrinks_and_trains_identically() {
         sizes.push(nodes(&cs));
     }
     assert_eq!(losses[0], losses[1]);
+    // MatMul + BiasAdd fuse (the BiasAdd's output is read twice, by Square and
+    // its gradient, so the chain stops there).
+    let cs = on(&s).compiled_step(&[&xn], &[&ln], &[&tn]).unwrap();
+    assert_eq!(count(&cs, "_FusedMatMul"), 1);
+    assert_eq!(report(&cs, "remapper").2, 1);
     // actorflow's gradient builder writes known shapes as constants already, so
     // little folds; the two learning rates (colocated with different variables,
     // on one device) merge.
@@ -387,7 +402,9 @@ fn a_cluster_session_optimizes_as_a_local_one() {
         let sess = Session::connect(
             &server.target(),
             &s.graph_def(),
-            SessionOptions::default().with_optimizer(optimizer),
+            SessionOptions::default()
+                .with_optimizer(optimizer)
+                .with_rewrite_options(RewriterConfig::disabled()),
         )
         .unwrap();
         let out = sess
@@ -412,4 +429,137 @@ fn a_cluster_session_optimizes_as_a_local_one() {
     assert_eq!(a, b);
     assert_eq!(a[0], Tensor::scalar(7.0f32));
     assert_eq!((folded, kept), (0, 1));
+}
+
+/// Two dense layers, `relu(x · w1 + b1)` then `x · w2 + b2`, and the session
+/// options under test.
+fn dense_net(s: &Scope) -> (actorflow::Output, actorflow::Output, actorflow::Output) {
+    let x = ops::placeholder(s, DType::F32, Shape::known(&[3, 4])).unwrap();
+    let c = |dims: &[usize], seed: f32| {
+        let n: usize = dims.iter().product();
+        let v = (0..n).map(|i| ((i as f32 + seed) * 0.37).sin()).collect();
+        ops::constant(s, Tensor::new(dims, v).unwrap()).unwrap()
+    };
+    let h = ops::relu(
+        s,
+        &ops::bias_add(
+            s,
+            &ops::mat_mul(s, &x, &c(&[4, 5], 1.0), false, false).unwrap(),
+            &c(&[5], 2.0),
+            "NHWC",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let pre = ops::bias_add(
+        s,
+        &ops::mat_mul(s, &h, &c(&[2, 5], 3.0), false, true).unwrap(),
+        &c(&[2], 4.0),
+        "NHWC",
+    )
+    .unwrap();
+    (x, h, pre)
+}
+
+#[test]
+fn the_remapper_fuses_dense_layers_with_the_same_answers() {
+    let s = Scope::new();
+    let (x, h, y) = dense_net(&s);
+    let feed = Tensor::new(&[3, 4], (0..12).map(|i| i as f32 * 0.25 - 1.0).collect()).unwrap();
+    let (xn, hn, yn) = (x.name(), h.name(), y.name());
+    let fused = on(&s);
+    let want = off(&s)
+        .run(&[(&xn, feed.clone())], &[&yn, &hn], &[])
+        .unwrap();
+    assert_eq!(
+        fused.run(&[(&xn, feed.clone())], &[&yn, &hn], &[]).unwrap(),
+        want
+    );
+    let c = fused.compiled_step(&[&xn], &[&yn, &hn], &[]).unwrap();
+    // The hidden layer is fetched by its activation's name, which the fused node
+    // takes; the output layer fuses MatMul + BiasAdd.
+    assert_eq!(count(&c, "_FusedMatMul"), 2);
+    assert_eq!(
+        count(&c, "MatMul") + count(&c, "BiasAdd") + count(&c, "Relu"),
+        0
+    );
+    assert_eq!(report(&c, "remapper").2, 2);
+    // Off by the switch: nothing fuses.
+    let plain = Session::new(
+        &s.graph_def(),
+        SessionOptions::default()
+            .with_rewrite_options(RewriterConfig::default().with_remapping(Toggle::Off)),
+    )
+    .unwrap();
+    assert_eq!(plain.run(&[(&xn, feed)], &[&yn, &hn], &[]).unwrap(), want);
+    let c = plain.compiled_step(&[&xn], &[&yn, &hn], &[]).unwrap();
+    assert_eq!(count(&c, "_FusedMatMul"), 0);
+    assert!(c.optimizations.iter().all(|p| p.pass != "remapper"));
+}
+
+#[test]
+fn a_fetched_matmul_or_bias_add_is_never_fused_away() {
+    let s = Scope::new();
+    let (x, h, y) = dense_net(&s);
+    let feed = Tensor::new(&[3, 4], (0..12).map(|i| (i as f32).cos()).collect()).unwrap();
+    // The first layer's BiasAdd and the second layer's MatMul are fetched.
+    let g = s.graph_def();
+    let relu = g.node.iter().find(|n| n.name == h.op().name()).unwrap();
+    let ba1 = relu.input[0].clone();
+    let ba2 = g.node.iter().find(|n| n.name == y.op().name()).unwrap();
+    let mm2 = ba2.input[0].clone();
+    let fetches = [ba1.as_str(), mm2.as_str(), &y.name()];
+    let xn = x.name();
+    let fused = on(&s);
+    assert_eq!(
+        fused.run(&[(&xn, feed.clone())], &fetches, &[]).unwrap(),
+        off(&s).run(&[(&xn, feed)], &fetches, &[]).unwrap()
+    );
+    let c = fused.compiled_step(&[&xn], &fetches, &[]).unwrap();
+    // Layer 1: MatMul + BiasAdd fuse under the BiasAdd's name, the Relu stays;
+    // layer 2: its MatMul is fetched, so nothing fuses.
+    assert_eq!(count(&c, "_FusedMatMul"), 1);
+    assert_eq!(count(&c, "Relu"), 1);
+    assert_eq!(count(&c, "MatMul"), 1);
+}
+
+#[test]
+fn a_cluster_session_reads_the_remapping_switch() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let spec = ClusterSpec::new()
+        .with_job("worker", &[l.local_addr().unwrap().to_string()])
+        .unwrap();
+    let server = Server::start_with_listener(ServerOptions::new(spec, "worker", 0), l).unwrap();
+    let s = Scope::new();
+    let (x, _, y) = dense_net(&s);
+    let feed = Tensor::new(&[3, 4], (0..12).map(|i| i as f32 * 0.1).collect()).unwrap();
+    let traced = |remapping: Toggle| {
+        let sess = Session::connect(
+            &server.target(),
+            &s.graph_def(),
+            SessionOptions::default()
+                .with_rewrite_options(RewriterConfig::default().with_remapping(remapping)),
+        )
+        .unwrap();
+        let out = sess
+            .run_with(
+                &RunArgs::new()
+                    .feed(&x, feed.clone())
+                    .fetch(&y)
+                    .options(RunOptions::default().with_trace_level(TraceLevel::FullTrace)),
+            )
+            .unwrap();
+        let md = out.metadata.expect("traced");
+        let fused = md
+            .partition_graphs
+            .iter()
+            .flat_map(|(_, g)| &g.node)
+            .filter(|n| n.op == "_FusedMatMul")
+            .count();
+        (out.outputs, fused)
+    };
+    let (a, fused) = traced(Toggle::Default);
+    let (b, plain) = traced(Toggle::Off);
+    assert_eq!(a, b);
+    assert_eq!((fused, plain), (2, 0));
 }

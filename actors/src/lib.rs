@@ -31,7 +31,7 @@ pub mod stats;
 pub mod step;
 pub mod worker;
 
-pub use graph::passes::optimize::{OptLevel, OptimizerOptions};
+pub use graph::passes::optimize::{OptLevel, OptimizerOptions, RewriterConfig, Toggle};
 #[cfg(feature = "runtime")]
 pub use runtime::{Runtime, RuntimeOptions};
 pub use session::state::{CompiledStep, SessionOptions};

@@ -105,7 +105,10 @@ impl GrpcSession {
                 operation_timeout_in_ms: options
                     .default_timeout
                     .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
-                graph_options: Some(crate::wire::graph_options_of(&options.optimizer)),
+                graph_options: Some(pb::GraphOptions {
+                    enable_bfloat16_sendrecv: options.enable_bfloat16_sendrecv,
+                    ..crate::wire::graph_options_of(&options.optimizer, &options.rewrite_options)
+                }),
                 ..Default::default()
             }),
             target: target.to_owned(),

@@ -31,7 +31,9 @@ use actors::worker::{
     LocalWorker, PartialCall, RegisterGraphRequest, RegisteredGraph, RunGraphRequest,
     WorkerInterface,
 };
-use graph::passes::partition::{client_terminated, partition_by_location, PartitionDevice};
+use graph::passes::partition::{
+    client_terminated, partition_by_location_with, PartitionDevice, PartitionOptions,
+};
 use graph::{Graph, GraphDef, NodeDef, OpRegistry, Result, Status, Tensor};
 use proto::tensorflow as pb;
 use rendezvous::{completion, CompletionReceiver, FrameIter, ParsedKey};
@@ -603,7 +605,19 @@ impl ClusterWorker {
 
 impl WorkerInterface for ClusterWorker {
     fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
-        let args = req.graph.node.iter().filter(|n| n.op == "_Arg").count();
+        // Feeds the step does not need have no `_Arg` (pruned), but keep their
+        // places in the call: the arguments a run must bring are those up to the
+        // highest `_Arg` index.
+        let args = req
+            .graph
+            .node
+            .iter()
+            .filter(|n| n.op == "_Arg")
+            .map(|n| {
+                n.get_attr::<i64>("index")
+                    .map(|i| usize::try_from(i).unwrap_or(0) + 1)
+            })
+            .try_fold(0, |m, i| i.map(|i| m.max(i)))?;
         let (gd, arg_keys, retval_keys) = self.client_terminate(req.graph)?;
         let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
         let assignment = g
@@ -619,7 +633,11 @@ impl WorkerInterface for ClusterWorker {
                 })
             })
             .collect::<Result<Vec<usize>>>()?;
-        let parts = partition_by_location(&g, &assignment, &self.devices, &self.device_task)?;
+        let popts = PartitionOptions {
+            bfloat16_transfers: req.bfloat16_transfers,
+        };
+        let parts =
+            partition_by_location_with(&g, &assignment, &self.devices, &self.device_task, &popts)?;
         let mut per_task = Vec::new();
         let mut partitions = Vec::new();
         let mut remote = Vec::new();
@@ -632,6 +650,7 @@ impl WorkerInterface for ClusterWorker {
                 Link::Local(w) => {
                     let h = w.register_graph(RegisterGraphRequest {
                         graph: piece.clone(),
+                        bfloat16_transfers: req.bfloat16_transfers,
                         ..Default::default()
                     });
                     match h {
@@ -648,6 +667,7 @@ impl WorkerInterface for ClusterWorker {
         }
         if !remote.is_empty() {
             let session_handle = self.session_handle.clone();
+            let bfloat16 = req.bfloat16_transfers;
             let d = self.options.rpc_timeout;
             let names: Vec<TaskName> = self.tasks.iter().map(|t| t.name.clone()).collect();
             let got = block_on(&self.runtime, async move {
@@ -658,6 +678,10 @@ impl WorkerInterface for ClusterWorker {
                         create_worker_session_called: true,
                         graph_def: Some(graph::import::graph_def_to_tf_proto(&piece)),
                         has_control_flow: piece.node.iter().any(|n| n.op == "Enter"),
+                        graph_options: Some(pb::GraphOptions {
+                            enable_bfloat16_sendrecv: bfloat16,
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     };
                     let name = names[task].clone();
@@ -728,7 +752,7 @@ impl WorkerInterface for ClusterWorker {
         if let Some(call) = req.partial.take() {
             return self.run_partial(&piece, req, call);
         }
-        if req.args.len() != piece.args {
+        if req.args.len() < piece.args {
             return Err(Status::invalid_argument(format!(
                 "expected {} feeds, got {}",
                 piece.args,

@@ -267,6 +267,13 @@ impl MasterState {
         let options = SessionOptions::default()
             .with_allow_soft_placement(config.allow_soft_placement)
             .with_optimizer(wire::optimizer_options_from_proto(&config))
+            .with_rewrite_options(wire::rewriter_config_from_proto(&config))
+            .with_enable_bfloat16_sendrecv(
+                config
+                    .graph_options
+                    .as_ref()
+                    .is_some_and(|g| g.enable_bfloat16_sendrecv),
+            )
             .with_default_timeout(
                 (config.operation_timeout_in_ms > 0)
                     .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),

@@ -13,9 +13,10 @@
 //! - Graph optimizations travel as TensorFlow's `GraphOptions.optimizer_options`,
 //!   with TensorFlow's reading: level L1 (the proto's default) turns constant
 //!   folding and CSE on whatever the flags say, and a zero size limit is the
-//!   default one.
+//!   default one; `GraphOptions.rewrite_options.remapping` switches the remapper
+//!   (off also when `disable_meta_optimizer` turns every grappler pass off).
 
-use graph::passes::optimize::{OptLevel, OptimizerOptions};
+use graph::passes::optimize::{OptLevel, OptimizerOptions, RewriterConfig, Toggle};
 use graph::{Code, Status, Tensor};
 use proto::tensorflow::{self as pb, NamedTensorProto, TensorProto};
 
@@ -148,10 +149,28 @@ pub fn optimizer_options_from_proto(config: &pb::ConfigProto) -> OptimizerOption
         })
 }
 
-/// `options` as the `GraphOptions` a master reads back with
-/// [`optimizer_options_from_proto`].
-pub fn graph_options_of(options: &OptimizerOptions) -> pb::GraphOptions {
+/// The grappler rewrites a client's `ConfigProto.graph_options.rewrite_options`
+/// ask for; see the module docs.
+pub fn rewriter_config_from_proto(config: &pb::ConfigProto) -> RewriterConfig {
+    let r = config
+        .graph_options
+        .as_ref()
+        .and_then(|g| g.rewrite_options.clone())
+        .unwrap_or_default();
+    if r.disable_meta_optimizer {
+        return RewriterConfig::disabled();
+    }
+    RewriterConfig::default().with_remapping(Toggle::from_proto(r.remapping))
+}
+
+/// `options` and `rewriter` as the `GraphOptions` a master reads back with
+/// [`optimizer_options_from_proto`] and [`rewriter_config_from_proto`].
+pub fn graph_options_of(options: &OptimizerOptions, rewriter: &RewriterConfig) -> pb::GraphOptions {
     pb::GraphOptions {
+        rewrite_options: Some(pb::RewriterConfig {
+            remapping: rewriter.remapping.to_proto(),
+            ..Default::default()
+        }),
         optimizer_options: Some(pb::OptimizerOptions {
             do_common_subexpression_elimination: options.do_common_subexpression_elimination,
             do_constant_folding: options.do_constant_folding,
@@ -183,15 +202,57 @@ mod optimizer_tests {
             &OptimizerOptions::disabled()
                 .with_do_constant_folding(true)
                 .with_max_folded_constant_in_bytes(1024),
+            &RewriterConfig::default(),
         ));
         let o = optimizer_options_from_proto(&c);
         assert!(!o.cse_enabled() && o.folding_enabled());
         assert_eq!(o.max_folded_bytes(), 1024);
         assert!(optimizer_options_from_proto(&{
             let mut c = pb::ConfigProto::default();
-            c.graph_options = Some(graph_options_of(&OptimizerOptions::disabled()));
+            c.graph_options = Some(graph_options_of(
+                &OptimizerOptions::disabled(),
+                &RewriterConfig::default(),
+            ));
             c
         })
         .is_disabled());
+    }
+
+    #[test]
+    fn remapping_reads_as_tensorflow_reads_it() {
+        // Absent, DEFAULT or ON: on; OFF, or the meta-optimizer off: off.
+        assert!(rewriter_config_from_proto(&pb::ConfigProto::default()).remapping_enabled());
+        let with = |r: pb::RewriterConfig| {
+            rewriter_config_from_proto(&pb::ConfigProto {
+                graph_options: Some(pb::GraphOptions {
+                    rewrite_options: Some(r),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        };
+        assert!(with(pb::RewriterConfig::default()).remapping_enabled());
+        assert!(with(pb::RewriterConfig {
+            remapping: 1,
+            ..Default::default()
+        })
+        .remapping_enabled());
+        assert!(!with(pb::RewriterConfig {
+            remapping: 2,
+            ..Default::default()
+        })
+        .remapping_enabled());
+        assert!(!with(pb::RewriterConfig {
+            disable_meta_optimizer: true,
+            ..Default::default()
+        })
+        .remapping_enabled());
+        // Written and read back.
+        let off = RewriterConfig::default().with_remapping(Toggle::Off);
+        let c = pb::ConfigProto {
+            graph_options: Some(graph_options_of(&OptimizerOptions::default(), &off)),
+            ..Default::default()
+        };
+        assert_eq!(rewriter_config_from_proto(&c), off);
     }
 }

@@ -248,6 +248,10 @@ impl WorkerState {
         let graph = graph_def_from_tf_proto(gd, &ImportOptions::default())?;
         let reg = w.register_graph(RegisterGraphRequest {
             graph,
+            bfloat16_transfers: r
+                .graph_options
+                .as_ref()
+                .is_some_and(|g| g.enable_bfloat16_sendrecv),
             ..Default::default()
         })?;
         Ok(reg.handle.to_string())

@@ -197,6 +197,7 @@ pub fn main(args: &InspectArgs) -> Result<()> {
     for p in &step.optimizations {
         let what = match p.pass {
             "constant_folding" => "folded",
+            "remapper" => "fused",
             _ => "merged",
         };
         println!(

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
-use graph::passes::optimize::{optimize_step, OptimizerOptions, PassReport, StepFacts};
+use graph::passes::optimize::{
+    optimize_step, OptimizerOptions, PassReport, RewriterConfig, StepFacts,
+};
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
 use graph::passes::shape_inference::infer_shapes;
@@ -177,6 +179,16 @@ pub struct SessionOptions {
     /// `GraphOptions.optimizer_options`): by default, as TensorFlow's L1, constant
     /// folding and common subexpression elimination.
     pub optimizer: OptimizerOptions,
+    /// The graph rewrites of TensorFlow's grappler this runtime implements
+    /// (`GraphOptions.rewrite_options`): by default, as in TensorFlow, the
+    /// remapper's `MatMul + BiasAdd (+ activation)` fusion.
+    pub rewrite_options: RewriterConfig,
+    /// Send `float32` tensors between devices and tasks as `bfloat16`, rounded
+    /// to nearest even, and widen them on receipt (TensorFlow's
+    /// `GraphOptions.enable_bfloat16_sendrecv`, the lossy compression of the
+    /// whitepaper's §5.5): half the bytes, about three significant digits. Off
+    /// by default; feeds and fetches are never compressed.
+    pub enable_bfloat16_sendrecv: bool,
 }
 
 impl Default for SessionOptions {
@@ -189,6 +201,8 @@ impl Default for SessionOptions {
             max_allocation_bytes: None,
             default_task: None,
             optimizer: OptimizerOptions::default(),
+            rewrite_options: RewriterConfig::default(),
+            enable_bfloat16_sendrecv: false,
         }
     }
 }
@@ -209,6 +223,10 @@ impl SessionOptions {
         with_default_task => default_task: Option<DeviceName> as into;
         /// Sets [`optimizer`](Self::optimizer).
         with_optimizer => optimizer: OptimizerOptions;
+        /// Sets [`rewrite_options`](Self::rewrite_options).
+        with_rewrite_options => rewrite_options: RewriterConfig;
+        /// Sets [`enable_bfloat16_sendrecv`](Self::enable_bfloat16_sendrecv).
+        with_enable_bfloat16_sendrecv => enable_bfloat16_sendrecv: bool;
     }
 }
 
@@ -419,6 +437,7 @@ impl SessionState {
         let registered = self.worker.register_graph(RegisterGraphRequest {
             graph: piece,
             partial: sig.partial,
+            bfloat16_transfers: self.options.enable_bfloat16_sendrecv,
         })?;
         tracing::debug!(
             nodes = g.num_nodes(),
@@ -455,7 +474,8 @@ impl SessionState {
         sig: &StepSignature,
     ) -> Result<Vec<PassReport>> {
         let options = &self.options.optimizer;
-        if options.is_disabled() {
+        let rewriter = &self.options.rewrite_options;
+        if options.is_disabled() && rewriter.is_disabled() {
             return Ok(Vec::new());
         }
         let max_allocation = self
@@ -470,7 +490,7 @@ impl SessionState {
             arg_shapes: &arg_shapes,
             keep: &sig.targets,
         };
-        let out = optimize_step(std::mem::take(&mut piece.node), options, &facts)?;
+        let out = optimize_step(std::mem::take(&mut piece.node), options, rewriter, &facts)?;
         for p in &out.passes {
             tracing::debug!(
                 pass = p.pass,

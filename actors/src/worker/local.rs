@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use graph::passes::partition::{client_terminated, partition, PartitionDevice};
+use graph::passes::partition::{
+    client_terminated, partition_with, PartitionDevice, PartitionOptions,
+};
 use graph::{Graph, GraphDef, Node, OpRegistry, Result, Status};
 use kernels::{CallFrame, DeviceContext, KernelRegistry, OpKernel, ResourceMgr, StepContext};
 use rendezvous::{completion, CompletionReceiver, FrameIter, LocalRendezvous, ParsedKey};
@@ -498,7 +500,10 @@ impl WorkerInterface for LocalWorker {
                 incarnation: d.incarnation,
             })
             .collect();
-        let parts = partition(&g, &assignment, &pdevs)?;
+        let popts = PartitionOptions {
+            bfloat16_transfers: req.bfloat16_transfers,
+        };
+        let parts = partition_with(&g, &assignment, &pdevs, &popts)?;
         let registry = KernelRegistry::global();
         let mut partitions = Vec::with_capacity(parts.per_device.len());
         let mut graphs = Vec::with_capacity(parts.per_device.len());

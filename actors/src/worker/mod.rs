@@ -42,6 +42,10 @@ pub struct RegisterGraphRequest {
     /// leave while it runs (TensorFlow registers a partial run's graph without
     /// its function-call convention the same way).
     pub partial: bool,
+    /// Send `float32` tensors between devices as `bfloat16`
+    /// ([`graph::passes::partition::PartitionOptions::bfloat16_transfers`];
+    /// TensorFlow's `GraphOptions.enable_bfloat16_sendrecv`).
+    pub bfloat16_transfers: bool,
 }
 
 /// What registering a piece gave.

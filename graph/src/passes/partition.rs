@@ -55,6 +55,15 @@
 //! [`partition`] names them) and as `loc{index}` otherwise, so the names a worker's
 //! per-device partition of a piece adds never collide with those of the first level.
 //!
+//! **Lossy transfers** (whitepaper §5.5, TensorFlow's `enable_bfloat16_sendrecv`).
+//! With [`PartitionOptions::bfloat16_transfers`], a data transfer of a `float32`
+//! tensor (a variable's value read through a reference included) sends it as
+//! `bfloat16`: a `Cast` to `bfloat16` (`{base}/to_bf16`, rounding to nearest even,
+//! as TensorFlow's cast does) on the source's device feeds the `_Send`, and the
+//! consumers read a `Cast` back to `float32` (`{base}/from_bf16`) of the `_Recv`,
+//! on the `_Recv`'s device. Other dtypes, control transfers and the client's feeds
+//! and fetches (client-terminated, never partition transfers) travel unchanged.
+//!
 //! **Two levels.** A location's piece is a plain graph whose nodes name their
 //! devices, and [`partition`] splits it by device again: the edges between devices
 //! of one location, left alone here, become transfers there, and a frame spread
@@ -69,6 +78,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::node_def::TensorId;
 use crate::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
 use crate::{DType, Graph, NodeDef, NodeId, Result, Status, Tensor};
+
+/// How transfers are made, beyond the graph and its placement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartitionOptions {
+    /// Send `float32` tensors as `bfloat16` (TensorFlow's
+    /// `GraphOptions.enable_bfloat16_sendrecv`): see *Lossy transfers* in the
+    /// module docs.
+    pub bfloat16_transfers: bool,
+}
 
 /// A device as partitioning names it.
 #[derive(Clone, Debug)]
@@ -195,6 +213,7 @@ struct Partitioner<'a> {
     ref_recvs: HashMap<(usize, i32, usize), String>,
     /// Control loops' `Merge`s, by (frame, location).
     control_loops: HashMap<(usize, usize), String>,
+    options: PartitionOptions,
 }
 
 impl Partitioner<'_> {
@@ -341,21 +360,39 @@ impl Partitioner<'_> {
             waits = w;
         }
         let (sdev, ddev) = (self.devices[sd].clone(), self.devices[d].clone());
+        let lossy = self.options.bfloat16_transfers && dtype == DType::F32;
+        let wire = if lossy { DType::BF16 } else { dtype };
+        let mut sent = tensor_ref(&src_name, port);
+        if lossy {
+            let cast = cast_node(format!("{base}/to_bf16"), sent, DType::F32, DType::BF16)
+                .with_device(sdev.name.clone());
+            sent = cast.name.clone();
+            self.extra.push((sl, cast));
+        }
         let mut send = NodeDef::new(format!("{base}/send"), "_Send")
-            .with_input(tensor_ref(&src_name, port))
-            .with_attr("T", dtype)
+            .with_input(sent)
+            .with_attr("T", wire)
             .with_device(sdev.name.clone());
         send.input.extend(waits);
         let send = transfer_attrs(send, &tensor_name, &sdev, &ddev);
         let mut recv = transfer_attrs(
             NodeDef::new(format!("{base}/recv"), "_Recv")
-                .with_attr("tensor_type", dtype)
+                .with_attr("tensor_type", wire)
                 .with_device(ddev.name.clone()),
             &tensor_name,
             &sdev,
             &ddev,
         );
-        let rname = recv.name.clone();
+        let widen = lossy.then(|| {
+            cast_node(
+                format!("{base}/from_bf16"),
+                recv.name.clone(),
+                DType::BF16,
+                DType::F32,
+            )
+            .with_device(ddev.name.clone())
+        });
+        let rname = widen.as_ref().map_or(&recv.name, |w| &w.name).clone();
         if shared {
             // before the control loop, whose predicate may be this very tensor
             self.recvs.insert((src, port, dl), rname.clone());
@@ -366,6 +403,7 @@ impl Partitioner<'_> {
         }
         self.extra.push((sl, send));
         self.extra.push((dl, recv));
+        self.extra.extend(widen.map(|w| (dl, w)));
         self.out.transfers += 1;
         Ok(rname)
     }
@@ -514,6 +552,15 @@ impl Partitioner<'_> {
     }
 }
 
+/// A `Cast` of `input` from `from` to `to` (rounding to nearest even).
+fn cast_node(name: String, input: String, from: DType, to: DType) -> NodeDef {
+    NodeDef::new(name, "Cast")
+        .with_input(input)
+        .with_attr("SrcT", from)
+        .with_attr("DstT", to)
+        .with_attr("Truncate", false)
+}
+
 /// Splits `g` by `assignment` (a device index per node), each device its own
 /// location: `partition_by_location` with `location[d] = d`. See the module docs.
 pub fn partition(
@@ -521,8 +568,18 @@ pub fn partition(
     assignment: &[usize],
     devices: &[PartitionDevice],
 ) -> Result<Partitions> {
+    partition_with(g, assignment, devices, &PartitionOptions::default())
+}
+
+/// [`partition`] with `options`.
+pub fn partition_with(
+    g: &Graph,
+    assignment: &[usize],
+    devices: &[PartitionDevice],
+    options: &PartitionOptions,
+) -> Result<Partitions> {
     let identity: Vec<usize> = (0..devices.len()).collect();
-    partition_by_location(g, assignment, devices, &identity)
+    partition_by_location_with(g, assignment, devices, &identity, options)
 }
 
 /// Splits `g` by location: `assignment` gives each node's device index, `location[d]`
@@ -536,6 +593,23 @@ pub fn partition_by_location(
     assignment: &[usize],
     devices: &[PartitionDevice],
     location: &[usize],
+) -> Result<Partitions> {
+    partition_by_location_with(
+        g,
+        assignment,
+        devices,
+        location,
+        &PartitionOptions::default(),
+    )
+}
+
+/// [`partition_by_location`] with `options`.
+pub fn partition_by_location_with(
+    g: &Graph,
+    assignment: &[usize],
+    devices: &[PartitionDevice],
+    location: &[usize],
+    options: &PartitionOptions,
 ) -> Result<Partitions> {
     if assignment.len() != g.num_nodes() {
         return Err(Status::internal("placement does not cover the graph"));
@@ -567,6 +641,7 @@ pub fn partition_by_location(
         ref_recvs: HashMap::new(),
         ctrl_recvs: HashMap::new(),
         control_loops: HashMap::new(),
+        options: *options,
     }
     .run()
 }
@@ -576,7 +651,7 @@ mod tests {
     use super::*;
     use crate::builder::{while_loop, Operation, Output, Scope, WhileOptions};
     use crate::passes::place::{place, KernelSupport, PlacementOptions};
-    use crate::{ops, DeviceName, GraphDef, OpRegistry};
+    use crate::{ops, AttrValue, DeviceName, GraphDef, OpRegistry};
 
     fn devs(n: usize) -> Vec<PartitionDevice> {
         (0..n)
@@ -636,6 +711,68 @@ mod tests {
             cn.input[0], bn.input[0],
             "both consumers read the same Recv"
         );
+    }
+
+    #[test]
+    fn bfloat16_transfers_cast_float32_tensors_only() {
+        let s = Scope::new();
+        let a = ops::constant(&s, Tensor::scalar(1.5f32)).unwrap();
+        let i = ops::constant(&s, Tensor::scalar(3i32)).unwrap();
+        let b = ops::add(&s, &a, &a).unwrap();
+        let c = ops::mul(&s, &a, &b).unwrap();
+        let j = ops::add(&s, &i, &i).unwrap();
+        let g = Graph::from_graph_def(&s.graph_def(), OpRegistry::global()).unwrap();
+        let mut assign = vec![1; g.num_nodes()];
+        assign[g.find(a.op().name()).unwrap()] = 0;
+        assign[g.find(i.op().name()).unwrap()] = 0;
+        let options = PartitionOptions {
+            bfloat16_transfers: true,
+        };
+        let p = partition_with(&g, &assign, &devs(2), &options).unwrap();
+        assert_eq!(p.transfers, 2);
+        let find = |d: usize, pred: &dyn Fn(&NodeDef) -> bool| -> Vec<NodeDef> {
+            p.per_device[&d]
+                .iter()
+                .filter(|n| pred(n))
+                .cloned()
+                .collect()
+        };
+        // a: a Cast to bfloat16 feeds its _Send, on device 0.
+        let to = find(0, &|n| n.op == "Cast");
+        assert_eq!(to.len(), 1);
+        assert_eq!(to[0].input, [a.op().name()]);
+        assert_eq!(to[0].attr["DstT"], AttrValue::Type(DType::BF16));
+        let sends = find(0, &|n| n.op == "_Send");
+        let sa = sends.iter().find(|n| n.input[0] == to[0].name).unwrap();
+        assert_eq!(sa.attr["T"], AttrValue::Type(DType::BF16));
+        // i (int32) travels as it is.
+        let si = sends.iter().find(|n| n.input[0] == i.op().name()).unwrap();
+        assert_eq!(si.attr["T"], AttrValue::Type(DType::I32));
+        // On device 1, both consumers of a read one Cast back to float32.
+        let from = find(1, &|n| n.op == "Cast");
+        assert_eq!(from.len(), 1);
+        assert_eq!(from[0].attr["DstT"], AttrValue::Type(DType::F32));
+        let recv = find(1, &|n| n.name == from[0].input[0]);
+        assert_eq!(recv[0].attr["tensor_type"], AttrValue::Type(DType::BF16));
+        for n in [b.op().name(), c.op().name()] {
+            let node = find(1, &|x| x.name == n);
+            assert_eq!(node[0].input[0], from[0].name, "{n}");
+        }
+        let jn = find(1, &|x| x.name == j.op().name());
+        assert!(jn[0].input[0].ends_with("/recv"));
+        for nodes in p.per_device.values() {
+            Graph::from_graph_def(
+                &GraphDef {
+                    node: nodes.clone(),
+                    ..Default::default()
+                },
+                OpRegistry::global(),
+            )
+            .unwrap();
+        }
+        // Off by default.
+        let plain = partition(&g, &assign, &devs(2)).unwrap();
+        assert!(plain.per_device.values().flatten().all(|n| n.op != "Cast"));
     }
 
     #[test]

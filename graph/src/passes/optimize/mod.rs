@@ -6,9 +6,14 @@
 //! - [`constant_folding`] — evaluating constant subgraphs (and shapes known
 //!   statically) once, on the CPU, and replacing them by `Const`s.
 //!
+//! - [`fuse_matmul`](crate::passes::fuse_matmul) — the remapper's
+//!   `MatMul + BiasAdd (+ activation)` → `_FusedMatMul` rewrite, switched by
+//!   [`RewriterConfig::remapping`].
+//!
 //! [`optimize_step`] runs the passes as TensorFlow's `GraphOptimizer::Optimize`
 //! does: constant folding, then CSE, repeated while either changes the graph (at
-//! most [`MAX_ROUNDS`] rounds), and reports each pass's node counts.
+//! most [`MAX_ROUNDS`] rounds), then the remapper once (as grappler's
+//! meta-optimizer runs it after those), and reports each pass's node counts.
 //!
 //! Invariants every pass keeps: the graph computes the same values for every
 //! `_Retval`; `_Arg`s and `_Retval`s are untouched; a node the client fetches or
@@ -126,6 +131,92 @@ impl OptimizerOptions {
     }
 }
 
+/// TensorFlow's `RewriterConfig.Toggle`: `Default` means the optimizer's own
+/// default (on, for every rewrite this runtime implements).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Toggle {
+    /// The rewrite's default.
+    #[default]
+    Default,
+    /// On.
+    On,
+    /// Off.
+    Off,
+    /// On, in the rewrite's aggressive mode where it has one (the same as `On`
+    /// for the rewrites implemented here).
+    Aggressive,
+}
+
+impl Toggle {
+    /// Whether a rewrite that is on by default runs.
+    pub fn enabled_by_default(self) -> bool {
+        self != Toggle::Off
+    }
+
+    /// The toggle of TensorFlow's enum value (`DEFAULT = 0`, `ON = 1`, `OFF = 2`,
+    /// `AGGRESSIVE = 3`; the experimental values count as `On`).
+    pub fn from_proto(v: i32) -> Toggle {
+        match v {
+            0 => Toggle::Default,
+            2 => Toggle::Off,
+            3 => Toggle::Aggressive,
+            _ => Toggle::On,
+        }
+    }
+
+    /// TensorFlow's enum value.
+    pub fn to_proto(self) -> i32 {
+        match self {
+            Toggle::Default => 0,
+            Toggle::On => 1,
+            Toggle::Off => 2,
+            Toggle::Aggressive => 3,
+        }
+    }
+}
+
+/// The graph rewrites of TensorFlow's grappler (`RewriterConfig`) that this
+/// runtime implements, by TensorFlow's field names.
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::passes::optimize::{RewriterConfig, Toggle};
+/// assert!(RewriterConfig::default().remapping_enabled());
+/// assert!(!RewriterConfig::default().with_remapping(Toggle::Off).remapping_enabled());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RewriterConfig {
+    /// Fusing `MatMul + BiasAdd (+ activation)` into `_FusedMatMul`
+    /// ([`fuse_matmul`](crate::passes::fuse_matmul)); on by default, as in
+    /// TensorFlow.
+    pub remapping: Toggle,
+}
+
+impl RewriterConfig {
+    crate::option_setters! {
+        /// Sets [`remapping`](Self::remapping).
+        with_remapping => remapping: Toggle;
+    }
+
+    /// No rewrite.
+    pub fn disabled() -> RewriterConfig {
+        RewriterConfig {
+            remapping: Toggle::Off,
+        }
+    }
+
+    /// Whether the remapper runs.
+    pub fn remapping_enabled(&self) -> bool {
+        self.remapping.enabled_by_default()
+    }
+
+    /// True when no rewrite runs.
+    pub fn is_disabled(&self) -> bool {
+        !self.remapping_enabled()
+    }
+}
+
 /// Runs one node's CPU kernel at step build, for [`constant_folding`]. The
 /// runtime implements it over its kernel registry; the pass stays free of kernels.
 pub trait NodeEvaluator {
@@ -140,14 +231,16 @@ pub trait NodeEvaluator {
 /// What one pass did to a step graph, summed over the rounds it ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassReport {
-    /// The pass: `"constant_folding"` or `"common_subexpression_elimination"`.
+    /// The pass: `"constant_folding"`, `"common_subexpression_elimination"` or
+    /// `"remapper"`.
     pub pass: &'static str,
     /// Nodes before its first run.
     pub nodes_before: usize,
     /// `nodes_before` plus the nodes this pass added and minus those it removed,
     /// over all its runs (what the other pass did is not counted).
     pub nodes_after: usize,
-    /// Nodes it removed by merging (CSE) or replaced by `Const`s (folding).
+    /// Nodes it removed by merging (CSE), replaced by `Const`s (folding), or
+    /// chains it fused (remapper).
     pub changed: usize,
 }
 
@@ -156,7 +249,8 @@ pub struct PassReport {
 pub struct Optimized {
     /// The step's nodes.
     pub nodes: Vec<NodeDef>,
-    /// One report per pass that ran, folding first.
+    /// One report per pass that ran, in the order they ran (folding, CSE,
+    /// remapper).
     pub passes: Vec<PassReport>,
 }
 
@@ -239,10 +333,11 @@ fn pass_report(pass: &'static str) -> PassReport {
 pub fn optimize_step(
     nodes: Vec<NodeDef>,
     options: &OptimizerOptions,
+    rewriter: &RewriterConfig,
     facts: &StepFacts<'_>,
 ) -> Result<Optimized> {
     let mut passes = Vec::new();
-    if options.is_disabled() {
+    if options.is_disabled() && rewriter.is_disabled() {
         return Ok(Optimized { nodes, passes });
     }
     let mut fold = options
@@ -293,6 +388,20 @@ pub fn optimize_step(
     }
     passes.extend(fold);
     passes.extend(cse);
+    if rewriter.remapping_enabled() {
+        let protected: HashSet<String> = protected_names(&g, facts.keep)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let before = nodes.len();
+        let fused = crate::passes::fuse_matmul::fuse_matmul_bias_activation(&mut nodes, &protected);
+        passes.push(PassReport {
+            pass: "remapper",
+            nodes_before: before,
+            nodes_after: nodes.len(),
+            changed: fused,
+        });
+    }
     Ok(Optimized { nodes, passes })
 }
 

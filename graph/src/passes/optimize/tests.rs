@@ -48,6 +48,15 @@ fn step(s: &Scope, feeds: &[&str], fetches: &[&str], targets: &[&str]) -> Step {
 }
 
 fn run(st: &Step, options: &OptimizerOptions, keep: &[String]) -> Optimized {
+    run_with(st, options, &RewriterConfig::disabled(), keep)
+}
+
+fn run_with(
+    st: &Step,
+    options: &OptimizerOptions,
+    rewriter: &RewriterConfig,
+    keep: &[String],
+) -> Optimized {
     let ev = F32Evaluator::default();
     let facts = StepFacts {
         registry: OpRegistry::global(),
@@ -55,7 +64,7 @@ fn run(st: &Step, options: &OptimizerOptions, keep: &[String]) -> Optimized {
         arg_shapes: &st.arg_shapes,
         keep,
     };
-    let out = optimize_step(st.nodes.clone(), options, &facts).unwrap();
+    let out = optimize_step(st.nodes.clone(), options, rewriter, &facts).unwrap();
     Graph::from_graph_def(
         &GraphDef {
             node: out.nodes.clone(),
@@ -350,4 +359,80 @@ fn disabled_changes_nothing() {
     let out = run(&st, &OptimizerOptions::default(), &[]);
     assert_eq!(out.nodes.len(), 2);
     assert_eq!(out.passes.len(), 2);
+}
+
+/// `relu(x · w + (b + b))` with `x` fed: the bias folds to one `Const` first, then
+/// the remapper fuses the chain under the activation's name.
+fn dense_layer(
+    s: &Scope,
+) -> (
+    crate::builder::Output,
+    crate::builder::Output,
+    crate::builder::Output,
+) {
+    let x = ops::placeholder(s, DType::F32, Shape::known(&[2, 3])).unwrap();
+    let w = ops::constant(s, Tensor::new(&[3, 2], vec![1.0f32; 6]).unwrap()).unwrap();
+    let b = ops::constant(s, Tensor::vector(&[0.5f32, -0.5])).unwrap();
+    let b2 = ops::add(s, &b, &b).unwrap();
+    let mm = ops::mat_mul(s, &x, &w, false, false).unwrap();
+    let ba = ops::bias_add(s, &mm, &b2, "NHWC").unwrap();
+    let y = ops::relu(s, &ba).unwrap();
+    (x, ba, y)
+}
+
+#[test]
+fn remapper_runs_after_folding_and_cse() {
+    let s = Scope::new();
+    let (x, _, y) = dense_layer(&s);
+    let st = step(&s, &[&x.name()], &[&y.name()], &[]);
+    let out = run_with(
+        &st,
+        &OptimizerOptions::default(),
+        &RewriterConfig::default(),
+        &[],
+    );
+    let fused = find(&out.nodes, y.op().name());
+    assert_eq!(fused.op, "_FusedMatMul");
+    assert_eq!(
+        count(&out.nodes, "MatMul") + count(&out.nodes, "BiasAdd"),
+        0
+    );
+    let bias = find(&out.nodes, fused.input[2].as_str());
+    assert_eq!(bias.op, "Const", "the folded bias feeds the fused node");
+    let passes: Vec<&str> = out.passes.iter().map(|p| p.pass).collect();
+    assert_eq!(
+        passes,
+        [
+            "constant_folding",
+            "common_subexpression_elimination",
+            "remapper"
+        ]
+    );
+    let r = &out.passes[2];
+    assert_eq!((r.nodes_before - r.nodes_after, r.changed), (2, 1));
+}
+
+#[test]
+fn remapper_keeps_a_fetched_bias_add_and_can_be_switched_off() {
+    let s = Scope::new();
+    let (x, ba, y) = dense_layer(&s);
+    // The BiasAdd is fetched: only MatMul + BiasAdd fuse (under its name), and
+    // the activation stays.
+    let st = step(&s, &[&x.name()], &[&y.name(), &ba.name()], &[]);
+    let out = run_with(
+        &st,
+        &OptimizerOptions::disabled(),
+        &RewriterConfig::default(),
+        &[],
+    );
+    assert_eq!(find(&out.nodes, ba.op().name()).op, "_FusedMatMul");
+    assert_eq!(find(&out.nodes, y.op().name()).op, "Relu");
+    let off = run_with(
+        &st,
+        &OptimizerOptions::disabled(),
+        &RewriterConfig::default().with_remapping(Toggle::Off),
+        &[],
+    );
+    assert_eq!(off.nodes, st.nodes);
+    assert!(off.passes.is_empty());
 }
