@@ -245,6 +245,7 @@ impl Default for FusedBatchNormOpts {
 
 /// The outputs of [`fused_batch_norm`]: `y`, the batch (or updated running) mean
 /// and variance.
+#[derive(Debug)]
 pub struct FusedBatchNormOutputs {
     /// The normalized input.
     pub y: Output,
