@@ -221,6 +221,8 @@ fn layout(format: &str) -> [usize; 4] {
 /// TensorFlow's `MaxPoolShapeImpl`/`AvgPoolShape` for a rank-4 input and known
 /// `ksize`/`strides`: each spatial dimension windowed, and for max pooling the
 /// depth pooled by its window too.
+// The window attributes travel as TensorFlow names them; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn pool_output(
     op: &str,
     input: &Shape,
