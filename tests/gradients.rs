@@ -13,6 +13,8 @@ mod checker;
 mod math;
 #[path = "gradients/nn.rs"]
 mod nn;
+#[path = "gradients/pooling.rs"]
+mod pooling;
 
 use actorflow::graph::builder::cond;
 use actorflow::graph::gradients::gradients;

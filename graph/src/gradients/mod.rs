@@ -6,7 +6,7 @@
 //!
 //! - [`registry`] — gradient functions by op name (TensorFlow's
 //!   `REGISTER_GRADIENT` / `NotDifferentiable`).
-//! - [`math_grad`], [`nn_grad`], [`array_grad`], [`control_flow_grad`],
+//! - [`math_grad`], [`nn_grad`], [`pooling_grad`], [`array_grad`], [`control_flow_grad`],
 //!   [`state_grad`]: the gradient functions, one file per family (TensorFlow's
 //!   `math_grad.py`, …).
 //!
@@ -17,6 +17,7 @@ pub mod array_grad;
 pub mod control_flow_grad;
 pub mod math_grad;
 pub mod nn_grad;
+pub mod pooling_grad;
 pub mod registry;
 pub mod state_grad;
 pub(crate) mod while_grad;
@@ -27,6 +28,7 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     control_flow_grad::register_all_gradients(r);
     math_grad::register_all_gradients(r);
     nn_grad::register_all_gradients(r);
+    pooling_grad::register_all_gradients(r);
     state_grad::register_all_gradients(r);
 }
 

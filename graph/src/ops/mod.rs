@@ -8,6 +8,8 @@
 //! - [`reduction`] — Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin.
 //! - [`linalg`] — MatMul, BatchMatMul.
 //! - [`nn`] — activations, softmax, cross-entropy, bias add.
+//! - [`pooling`] — max and average pooling and their gradients.
+//! - [`normalization`] — fused batch norm, local response normalization.
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
@@ -31,7 +33,9 @@ pub mod linalg;
 pub mod math;
 pub mod nn;
 pub mod no_op;
+pub mod normalization;
 pub mod parsing;
+pub mod pooling;
 pub mod random;
 pub mod reduction;
 pub mod sendrecv;
@@ -49,7 +53,9 @@ pub use linalg::*;
 pub use math::*;
 pub use nn::*;
 pub use no_op::*;
+pub use normalization::*;
 pub use parsing::*;
+pub use pooling::*;
 pub use random::*;
 pub use reduction::*;
 pub use state::*;
@@ -69,7 +75,9 @@ pub fn register_all_ops(r: &OpRegistry) {
     math::register_all_ops(r);
     nn::register_all_ops(r);
     no_op::register_all_ops(r);
+    normalization::register_all_ops(r);
     parsing::register_all_ops(r);
+    pooling::register_all_ops(r);
     random::register_all_ops(r);
     reduction::register_all_ops(r);
     sendrecv::register_all_ops(r);

@@ -6,13 +6,19 @@
 //!   `LeakyRelu` and their gradients.
 //! - [`softmax`]: `Softmax`, `LogSoftmax` and the two cross-entropy losses.
 //! - [`bias`]: `BiasAdd`, `BiasAddV1`, `BiasAddGrad` and `L2Loss`.
+//! - [`pooling`]: `MaxPool`/`AvgPool` and their gradients (`maxpooling_op`, `avgpooling_op`).
+//! - [`batch_norm`]: `FusedBatchNorm{,V2,V3}` and their gradients.
+//! - [`lrn`]: `LRN` and `LRNGrad`.
 //!
 //! Element-wise arithmetic follows TensorFlow's Eigen expressions operation by
 //! operation, so `half` and `bfloat16` round after each step as Eigen does; sums
 //! follow [`row_sum`].
 
 pub mod activations;
+pub mod batch_norm;
 pub mod bias;
+pub mod lrn;
+pub mod pooling;
 pub mod softmax;
 
 use graph::{bf16, f16};
@@ -121,4 +127,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     activations::register_all_kernels(r);
     softmax::register_all_kernels(r);
     bias::register_all_kernels(r);
+    pooling::register_all_kernels(r);
+    batch_norm::register_all_kernels(r);
+    lrn::register_all_kernels(r);
 }
