@@ -366,6 +366,26 @@ fn feeds_and_fetches_go_straight_to_the_tasks_that_use_them() {
 }
 
 #[test]
+fn a_feed_the_step_does_not_need_is_accepted_as_locally() {
+    // TensorFlow prunes a feed nothing reads; the step runs. Here the unused
+    // feed comes first, so the used one keeps argument index 1.
+    let c = Cluster::start(&[("worker", 2)], 1);
+    let s = Scope::new();
+    let unused = ops::placeholder(&s, DType::I32, Shape::scalar()).unwrap();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+    let y = ops::neg(&s.with_device("/job:worker/task:1"), &x).unwrap();
+    let sess = Session::connect(&c.target(0), &s.graph_def(), SessionOptions::default()).unwrap();
+    let feeds = [
+        (unused.name(), Tensor::scalar(7i32)),
+        (x.name(), Tensor::scalar(2.0f32)),
+    ];
+    let feeds: Vec<(&str, Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let want = local(&s.graph_def(), &feeds, &[&y.name()]);
+    assert_eq!(sess.run(&feeds, &[&y.name()], &[]).unwrap(), want);
+    assert_eq!(want[0], Tensor::scalar(-2.0f32));
+}
+
+#[test]
 fn workers_refuse_graphs_from_hosts_outside_their_cluster() {
     use proto::tensorflow as pb;
     use proto::tensorflow::worker_service_client::WorkerServiceClient;
