@@ -199,3 +199,38 @@ mod tests {
         );
     }
 }
+
+/// `s` with rank `rank` (an unknown shape gets `rank` unknown dimensions), else
+/// `InvalidArgument` as TensorFlow's `WithRank`.
+pub(crate) fn with_rank(s: &Shape, rank: usize) -> Result<Shape> {
+    match s.rank() {
+        None => Ok(Shape::unknown_with_rank(rank)),
+        Some(r) if r == rank => Ok(s.clone()),
+        Some(r) => Err(Status::invalid_argument(format!(
+            "Shape must be rank {rank} but is rank {r} for shape {s}"
+        ))),
+    }
+}
+
+/// `s` when its rank is unknown or at least `rank`, else `InvalidArgument` as
+/// TensorFlow's `WithRankAtLeast`.
+pub(crate) fn with_rank_at_least(s: &Shape, rank: usize) -> Result<Shape> {
+    match s.rank() {
+        Some(r) if r < rank => Err(Status::invalid_argument(format!(
+            "Shape must be at least rank {rank} but is rank {r} for shape {s}"
+        ))),
+        _ => Ok(s.clone()),
+    }
+}
+
+/// Merges two dimensions; `InvalidArgument` when both are known and differ
+/// (TensorFlow's `Merge` of dimensions).
+pub(crate) fn merge_dim(a: Option<usize>, b: Option<usize>) -> Result<Option<usize>> {
+    match (a, b) {
+        (Some(x), Some(y)) if x != y => Err(Status::invalid_argument(format!(
+            "Dimensions must be equal, but are {x} and {y}"
+        ))),
+        (Some(x), _) | (None, Some(x)) => Ok(Some(x)),
+        (None, None) => Ok(None),
+    }
+}

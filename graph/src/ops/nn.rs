@@ -5,6 +5,7 @@
 //! and shape functions, plus their builder functions.
 
 use crate::builder::{Output, Scope};
+use crate::op_def::shape_fn::{merge_dim, with_rank, with_rank_at_least};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
 use crate::ops::FLOAT_TYPES;
 use crate::{OpRegistry, Result, Shape, Status};
@@ -134,40 +135,6 @@ pub fn register_all_ops(r: &OpRegistry) {
             .attr(&format!("T: {FLOAT_TYPES}"))
             .shape_fn(shape_fn::scalar),
     );
-}
-
-/// `s` with rank `rank` (an unknown rank becomes `rank` unknown dimensions), or
-/// `InvalidArgument` as TensorFlow's `WithRank`.
-fn with_rank(s: &Shape, rank: usize) -> Result<Shape> {
-    match s.rank() {
-        None => Ok(Shape::unknown_with_rank(rank)),
-        Some(r) if r == rank => Ok(s.clone()),
-        Some(r) => Err(Status::invalid_argument(format!(
-            "Shape must be rank {rank} but is rank {r} for shape {s}"
-        ))),
-    }
-}
-
-/// `s` when its rank is unknown or at least `rank`, else `InvalidArgument` as
-/// TensorFlow's `WithRankAtLeast`.
-fn with_rank_at_least(s: &Shape, rank: usize) -> Result<Shape> {
-    match s.rank() {
-        Some(r) if r < rank => Err(Status::invalid_argument(format!(
-            "Shape must be at least rank {rank} but is rank {r} for shape {s}"
-        ))),
-        _ => Ok(s.clone()),
-    }
-}
-
-/// Merges two dimensions; `InvalidArgument` when both are known and differ.
-fn merge_dim(a: Option<usize>, b: Option<usize>) -> Result<Option<usize>> {
-    match (a, b) {
-        (Some(x), Some(y)) if x != y => Err(Status::invalid_argument(format!(
-            "Dimensions must be equal, but are {x} and {y}"
-        ))),
-        (Some(x), _) | (None, Some(x)) => Ok(Some(x)),
-        (None, None) => Ok(None),
-    }
 }
 
 /// The output has the merged shape of both inputs (the activation gradients).

@@ -6,8 +6,9 @@
 //! builders `fused_batch_norm` and `local_response_normalization`.
 
 use crate::builder::{Output, Scope};
+use crate::op_def::shape_fn::{merge_dim, with_rank};
 use crate::op_def::{InferenceContext, OpDef};
-use crate::{OpRegistry, Result, Shape, Status, Tensor};
+use crate::{OpRegistry, Result, Shape, Tensor};
 
 /// The data formats of `FusedBatchNorm` and `FusedBatchNormV2`.
 const FORMATS_2D: &str = "data_format: {'NHWC', 'NCHW'} = 'NHWC'";
@@ -115,28 +116,6 @@ pub fn register_all_ops(r: &OpRegistry) {
         )
         .shape_fn(lrn_grad_shape),
     );
-}
-
-/// `s` with rank `rank`, or `InvalidArgument` as TensorFlow's `WithRank`.
-fn with_rank(s: &Shape, rank: usize) -> Result<Shape> {
-    match s.rank() {
-        None => Ok(Shape::unknown_with_rank(rank)),
-        Some(r) if r == rank => Ok(s.clone()),
-        Some(r) => Err(Status::invalid_argument(format!(
-            "Shape must be rank {rank} but is rank {r} for shape {s}"
-        ))),
-    }
-}
-
-/// Merges two dimensions; `InvalidArgument` when both are known and differ.
-fn merge_dim(a: Option<usize>, b: Option<usize>) -> Result<Option<usize>> {
-    match (a, b) {
-        (Some(x), Some(y)) if x != y => Err(Status::invalid_argument(format!(
-            "Dimensions must be equal, but are {x} and {y}"
-        ))),
-        (Some(x), _) | (None, Some(x)) => Ok(Some(x)),
-        (None, None) => Ok(None),
-    }
 }
 
 /// The rank and channel index of a batch-norm `data_format`.

@@ -9,6 +9,7 @@
 //! error.
 
 use crate::builder::{Output, Scope};
+use crate::op_def::shape_fn::with_rank;
 use crate::op_def::{InferenceContext, OpDef};
 use crate::{OpRegistry, Result, Shape, Status};
 
@@ -196,17 +197,6 @@ pub fn windowed_output_size(input: i64, k: i64, stride: i64, p: Padding) -> Resu
         )));
     }
     Ok((out, before))
-}
-
-/// `s` with rank `rank`, or `InvalidArgument` as TensorFlow's `WithRank`.
-fn with_rank(s: &Shape, rank: usize) -> Result<Shape> {
-    match s.rank() {
-        None => Ok(Shape::unknown_with_rank(rank)),
-        Some(r) if r == rank => Ok(s.clone()),
-        Some(r) => Err(Status::invalid_argument(format!(
-            "Shape must be rank {rank} but is rank {r} for shape {s}"
-        ))),
-    }
 }
 
 /// Spatial layout of a 4-D pooling tensor: the (batch, rows, cols, depth) indices.
