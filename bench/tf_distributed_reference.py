@@ -13,6 +13,8 @@ JSON object keyed by the figure names of ``actorflow bench`` on stdout::
 
 - ``dist_step_us``: a fed scalar, doubled on ``/job:worker/task:1``, fetched on task 0
   (``RunStep`` -> ``RunGraph`` on both tasks -> two ``RecvTensor``s).
+- ``dist_recv_bf16_mib_s``: the same with ``enable_bfloat16_sendrecv`` (the variable
+  crosses as bfloat16; float32 MiB per second).
 - ``dist_recv_mib_s``: a 64 MiB float32 variable on task 1, read and summed on task 0
   every step (one ``RecvTensor`` of 64 MiB).
 - ``dist_mlp_sync_step_us``: the ``mlp_step_us`` MLP (784-256-10, batch 64, SGD 0.01)
@@ -147,7 +149,7 @@ def dist_step():
     return rep, cleanup
 
 
-def dist_recv():
+def dist_recv(bfloat16=False):
     cluster = Cluster()
     g = tf.Graph()
     with g.as_default():
@@ -156,7 +158,8 @@ def dist_recv():
         with tf.device("/job:worker/task:0"):
             total = tf.reduce_sum(v)
         init = tf1.global_variables_initializer()
-    sess = tf1.Session(cluster.target, graph=g)
+    config = tf1.ConfigProto(graph_options=tf1.GraphOptions(enable_bfloat16_sendrecv=bfloat16))
+    sess = tf1.Session(cluster.target, graph=g, config=config)
     sess.run(init)
 
     def call():
@@ -297,6 +300,7 @@ def _dist_mlp_sync(cluster):
 WORKLOADS = [
     ("dist_step_us", dist_step),
     ("dist_recv_mib_s", dist_recv),
+    ("dist_recv_bf16_mib_s", lambda: dist_recv(bfloat16=True)),
     ("dist_mlp_sync_step_us", dist_mlp_sync),
 ]
 

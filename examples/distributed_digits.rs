@@ -31,7 +31,8 @@ use actorflow::train::{
     TrainingConfig,
 };
 use actorflow::{
-    ClusterSpec, Code, DType, Output, Result, Scope, Server, ServerOptions, Shape, Status, Tensor,
+    ClusterSpec, Code, DType, Output, Result, Scope, Server, ServerOptions, SessionOptions, Shape,
+    Status, Tensor,
 };
 use clap::{Parser, ValueEnum};
 
@@ -80,6 +81,10 @@ pub struct Config {
     /// The most the whole run may take, in seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout_secs: u64,
+    /// Send float32 tensors between tasks as bfloat16 (the lossy transfers of
+    /// the whitepaper's §5.5, TensorFlow's `enable_bfloat16_sendrecv`).
+    #[arg(long)]
+    pub bfloat16_sendrecv: bool,
     /// (internal) This process's role in the cluster.
     #[arg(long, value_enum, hide = true)]
     pub role: Option<Role>,
@@ -238,6 +243,8 @@ pub fn train_worker(cfg: &Config, task: u32, master: &str) -> Result<Report> {
         master: Some(master.to_owned()),
         is_chief: task == 0,
         last_step: Some(cfg.steps),
+        session_options: SessionOptions::default()
+            .with_enable_bfloat16_sendrecv(cfg.bfloat16_sendrecv),
         ..Default::default()
     };
     let mut sess = MonitoredTrainingSession::new(&m.scope, &tc, hooks)?;
@@ -351,6 +358,7 @@ fn orchestrate(cfg: &Config) -> Result<f64> {
             .args(["--steps", &cfg.steps.to_string()])
             .args(["--batch-size", &cfg.batch_size.to_string()])
             .args(["--learning-rate", &cfg.learning_rate.to_string()])
+            .args(cfg.bfloat16_sendrecv.then_some("--bfloat16-sendrecv"))
             .arg("--data-dir")
             .arg(&cfg.data_dir)
             // A child whose parent is gone sees its stdin close and exits.
