@@ -25,7 +25,10 @@ Machine settings, for every workload:
 - grappler off (``RewriterConfig.disable_meta_optimizer``), and the classic graph
   optimizer at ``L0`` (no common-subexpression elimination, no constant folding):
   actorflow runs the graph as built, so TensorFlow must too -- with CSE on, the chain's
-  20 000 ``Const 1.0`` would collapse into one node;
+  20 000 ``Const 1.0`` would collapse into one node. The exception is
+  ``mlp_step_us_grappler``: ``mlp_step_us``'s graph under TensorFlow's default
+  configuration (grappler on: its remapper fuses MatMul+BiasAdd+Relu, constant folding;
+  the classic optimizer at ``L1``), against actorflow's default optimizations;
 - ``intra_op_parallelism_threads=2``, ``inter_op_parallelism_threads=2``;
 - ``device_count={'CPU': 2}`` for the send/recv chain (``/device:CPU:0`` and
   ``/device:CPU:1``), one CPU device otherwise;
@@ -84,7 +87,8 @@ NODES = 20_000
 SENDRECV_NODES = 5_000
 LOOP_ITERATIONS = 100_000
 MATMUL_N = 1024
-FIFO_ELEMENTS = 1 << 20
+FIFO_ENQUEUE = 1000
+FIFO_DEQUEUE = 128
 MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
 CSV_PIPELINE_SHARDS = 4
 CSV_PIPELINE_RECORDS = 2_000
@@ -115,8 +119,13 @@ def config(devices=1):
     return cfg
 
 
-def session(graph, devices=1):
-    return tf1.Session(graph=graph, config=config(devices))
+def session(graph, devices=1, grappler=False):
+    cfg = config(devices)
+    if grappler:
+        # TensorFlow's defaults: grappler (remapper fusions, constant folding, …)
+        # and the classic optimizer at L1.
+        cfg.graph_options.Clear()
+    return tf1.Session(graph=graph, config=cfg)
 
 
 def time_per_call(iters, f):
@@ -264,20 +273,27 @@ def matmul():
 
 
 def fifo_batched():
+    """enqueue_many of FIFO_ENQUEUE scalars, then dequeue_many of FIFO_DEQUEUE while
+    that many are queued (the rest waits for the next call): per element."""
     g = tf.Graph()
     with g.as_default():
         q = tf1.FIFOQueue(-1, [tf.float32], shapes=[[]])
-        x = tf1.placeholder(tf.float32, [FIFO_ELEMENTS])
+        x = tf1.placeholder(tf.float32, [FIFO_ENQUEUE])
         enq = q.enqueue_many([x])
-        deq = q.dequeue_many(tf.constant(FIFO_ELEMENTS, tf.int32))
+        deq = q.dequeue_many(tf.constant(FIFO_DEQUEUE, tf.int32))
     sess = session(g)
-    data = np.arange(FIFO_ELEMENTS, dtype=np.float32)
+    data = np.arange(FIFO_ENQUEUE, dtype=np.float32)
+    queued = [0]
 
     def call():
         sess.run(enq, {x: data})
-        sess.run(deq)
+        left = queued[0] + FIFO_ENQUEUE
+        while left >= FIFO_DEQUEUE:
+            sess.run(deq)
+            left -= FIFO_DEQUEUE
+        queued[0] = left
 
-    return (lambda: measure(REPETITION_S, call) * 1e9 / FIFO_ELEMENTS), sess.close
+    return (lambda: measure(REPETITION_S, call) * 1e9 / FIFO_ENQUEUE), sess.close
 
 
 def fifo_roundtrip():
@@ -296,7 +312,7 @@ def fifo_roundtrip():
     return (lambda: measure(REPETITION_S, call) * 1e6), sess.close
 
 
-def mlp_step():
+def mlp_step(grappler=False):
     g = tf.Graph()
     with g.as_default():
         x = tf1.placeholder(tf.float32, [MLP_BATCH, MLP_INPUT])
@@ -323,7 +339,7 @@ def mlp_step():
         loss = tf.reduce_mean(xent, axis=[0])
         train = tf1.train.GradientDescentOptimizer(0.01).minimize(loss)
         inits = [v.initializer for v in (w1, b1, w2, b2)]
-    sess = session(g)
+    sess = session(g, grappler=grappler)
     sess.run(inits)
     i = np.arange(MLP_BATCH * MLP_INPUT)
     images = (((i * 7) % 17).astype(np.float32) / np.float32(16.0)).reshape(
@@ -532,6 +548,7 @@ WORKLOADS = [
     ("fifo_ns_per_elem_batched", fifo_batched),
     ("fifo_us_per_single_roundtrip", fifo_roundtrip),
     ("mlp_step_us", mlp_step),
+    ("mlp_step_us_grappler", lambda: mlp_step(grappler=True)),
     ("csv_pipeline_us_per_record", csv_input_pipeline),
     ("ckpt_save_mib_s", ckpt_save),
     ("ckpt_restore_mib_s", ckpt_restore),
