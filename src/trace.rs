@@ -28,14 +28,17 @@
 //!
 //! ```
 //! use actorflow::trace::ChromeTrace;
-//! use actorflow::{ops, RunArgs, RunOptions, Scope, Session, SessionOptions, TraceLevel};
+//! use actorflow::{ops, DType, RunArgs, RunOptions, Scope, Session, SessionOptions, Shape};
+//! use actorflow::{Tensor, TraceLevel};
 //! let s = Scope::new();
-//! let a = ops::scalar(&s.with_device("/device:CPU:0"), 2.0f32).unwrap();
+//! let x = ops::placeholder(&s, DType::F32, Shape::scalar()).unwrap();
+//! let a = ops::neg(&s.with_device("/device:CPU:0"), &x).unwrap();
 //! let b = ops::neg(&s.with_device("/device:CPU:1"), &a).unwrap();
 //! let two = SessionOptions::default().with_cpu_devices(2);
 //! let sess = Session::new(&s.graph_def(), two).unwrap();
 //! let opts = RunOptions::default().with_trace_level(TraceLevel::FullTrace);
-//! let out = sess.run_with(&RunArgs::new().fetch(&b).options(opts)).unwrap();
+//! let args = RunArgs::new().feed(&x, Tensor::scalar(2.0f32)).fetch(&b).options(opts);
+//! let out = sess.run_with(&args).unwrap();
 //! let mut trace = ChromeTrace::new();
 //! trace.add_step("step 0", out.metadata.as_ref().unwrap());
 //! let json: serde_json::Value = serde_json::from_str(&trace.to_json_string()).unwrap();
