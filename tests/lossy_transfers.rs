@@ -14,9 +14,10 @@ use actorflow::{
 
 /// Values and their bfloat16 (8 significant bits) roundings to nearest even:
 /// 1 + 2⁻⁸ is halfway between 1 and 1 + 2⁻⁷ and goes to the even 1; 1 + 3·2⁻⁹ is
-/// nearer 1 + 2⁻⁷; 3.14159 lies between 3.140625 and 3.15625; 2⁻²⁰ · 1.5 is exact.
-const SENT: [f32; 4] = [1.003_906_25, 1.005_859_4, 3.14159, 1.430_511_5e-6];
-const ROUNDED: [f32; 4] = [1.0, 1.0078125, 3.140625, 1.430_511_5e-6];
+/// nearer 1 + 2⁻⁷; 3.3 lies between 3.296875 and 3.3125, nearer the first;
+/// 1.5 · 2⁻²⁰ is exact.
+const SENT: [f32; 4] = [1.0 + 1.0 / 256.0, 1.0 + 3.0 / 512.0, 3.3, 1.5 / 1_048_576.0];
+const ROUNDED: [f32; 4] = [1.0, 1.0 + 1.0 / 128.0, 3.296875, 1.5 / 1_048_576.0];
 
 /// `x` and `i` fed on the first device, `y = x · 1` and `k = i + 0` on the
 /// second (a float32 and an int32 tensor that cross), `z = y · 1` back on the

@@ -134,7 +134,7 @@ pub fn optimizer_options_from_proto(config: &pb::ConfigProto) -> OptimizerOption
     let o = config
         .graph_options
         .as_ref()
-        .and_then(|g| g.optimizer_options.clone())
+        .and_then(|g| g.optimizer_options)
         .unwrap_or_default();
     OptimizerOptions::default()
         .with_do_common_subexpression_elimination(o.do_common_subexpression_elimination)
@@ -197,25 +197,18 @@ mod optimizer_tests {
         assert!(none.cse_enabled() && none.folding_enabled());
         assert_eq!(none.max_folded_bytes(), 10 << 20);
         // L0 with only folding.
-        let mut c = pb::ConfigProto::default();
-        c.graph_options = Some(graph_options_of(
+        let config = |o: &OptimizerOptions| pb::ConfigProto {
+            graph_options: Some(graph_options_of(o, &RewriterConfig::default())),
+            ..Default::default()
+        };
+        let o = optimizer_options_from_proto(&config(
             &OptimizerOptions::disabled()
                 .with_do_constant_folding(true)
                 .with_max_folded_constant_in_bytes(1024),
-            &RewriterConfig::default(),
         ));
-        let o = optimizer_options_from_proto(&c);
         assert!(!o.cse_enabled() && o.folding_enabled());
         assert_eq!(o.max_folded_bytes(), 1024);
-        assert!(optimizer_options_from_proto(&{
-            let mut c = pb::ConfigProto::default();
-            c.graph_options = Some(graph_options_of(
-                &OptimizerOptions::disabled(),
-                &RewriterConfig::default(),
-            ));
-            c
-        })
-        .is_disabled());
+        assert!(optimizer_options_from_proto(&config(&OptimizerOptions::disabled())).is_disabled());
     }
 
     #[test]

@@ -173,33 +173,6 @@ pub fn shape_from_tensor(t: Option<&Tensor>, rank_hint: Option<usize>) -> Shape 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn broadcasting_partial_shapes() {
-        let s = |d: &[Option<usize>]| Shape::from_dims(d);
-        assert_eq!(
-            broadcast_shapes(&s(&[Some(2), Some(1)]), &s(&[Some(3)])).unwrap(),
-            s(&[Some(2), Some(3)])
-        );
-        assert_eq!(
-            broadcast_shapes(&s(&[None, Some(3)]), &s(&[Some(1)])).unwrap(),
-            s(&[None, Some(3)])
-        );
-        assert!(broadcast_shapes(&s(&[Some(2)]), &s(&[Some(3)])).is_err());
-        assert_eq!(
-            broadcast_shapes(&Shape::unknown(), &s(&[Some(3)])).unwrap(),
-            Shape::unknown()
-        );
-        assert_eq!(
-            shape_from_tensor(Some(&Tensor::vector(&[2i32, -1])), None),
-            s(&[Some(2), None])
-        );
-    }
-}
-
 /// `s` with rank `rank` (an unknown shape gets `rank` unknown dimensions), else
 /// `InvalidArgument` as TensorFlow's `WithRank`.
 pub(crate) fn with_rank(s: &Shape, rank: usize) -> Result<Shape> {
@@ -232,5 +205,32 @@ pub(crate) fn merge_dim(a: Option<usize>, b: Option<usize>) -> Result<Option<usi
         ))),
         (Some(x), _) | (None, Some(x)) => Ok(Some(x)),
         (None, None) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_partial_shapes() {
+        let s = |d: &[Option<usize>]| Shape::from_dims(d);
+        assert_eq!(
+            broadcast_shapes(&s(&[Some(2), Some(1)]), &s(&[Some(3)])).unwrap(),
+            s(&[Some(2), Some(3)])
+        );
+        assert_eq!(
+            broadcast_shapes(&s(&[None, Some(3)]), &s(&[Some(1)])).unwrap(),
+            s(&[None, Some(3)])
+        );
+        assert!(broadcast_shapes(&s(&[Some(2)]), &s(&[Some(3)])).is_err());
+        assert_eq!(
+            broadcast_shapes(&Shape::unknown(), &s(&[Some(3)])).unwrap(),
+            Shape::unknown()
+        );
+        assert_eq!(
+            shape_from_tensor(Some(&Tensor::vector(&[2i32, -1])), None),
+            s(&[Some(2), None])
+        );
     }
 }

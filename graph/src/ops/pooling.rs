@@ -593,7 +593,7 @@ mod tests {
         let g = s
             .op("AvgPoolGrad")
             .input(&shape)
-            .input(&ph(&s, &[Some(2), Some(3), Some(4), Some(3)]))
+            .input(ph(&s, &[Some(2), Some(3), Some(4), Some(3)]))
             .attr("ksize", vec![1i64, 2, 2, 1])
             .attr("strides", vec![1i64, 2, 2, 1])
             .attr("padding", "SAME")

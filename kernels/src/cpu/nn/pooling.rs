@@ -91,7 +91,7 @@ struct Window {
 
 /// Rejects a `data_format` other than `NHWC`, as TensorFlow's CPU kernels.
 fn require_nhwc(c: &OpKernelConstruction<'_>, what: &str) -> Result<()> {
-    if c.node.attr.get("data_format").is_none() {
+    if !c.node.attr.contains_key("data_format") {
         return Ok(());
     }
     let f: String = c.attr("data_format")?;
@@ -333,7 +333,7 @@ fn covering(i: usize, s: usize, pad: usize, k: usize, n_out: usize) -> (usize, u
     let ip = (i + pad) as i64;
     let (s, k) = (s as i64, k as i64);
     // o >= ceil((ip - k + 1) / s), o <= floor(ip / s)
-    let lo = if ip - k + 1 <= 0 {
+    let lo = if ip - k < 0 {
         0
     } else {
         (ip - k + 1 + s - 1) / s
