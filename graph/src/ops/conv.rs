@@ -343,16 +343,19 @@ fn conv2d_backprop_input_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let dy = with_rank(&c.input(2), 4)?;
     merge_dim(filter.dim(3), dy.dim(w.channel()))?;
     let out = match const_sizes(c, 0) {
-        None => Shape::unknown_with_rank(4),
+        // TensorFlow keeps only the batch of `out_backprop` then.
+        None => Shape::from_dims(&[dy.dim(0), None, None, None]),
         Some(v) if v.len() == 4 => Shape::from_tf_dims(&v),
         Some(v) if v.len() == 2 => {
             let dim = |x: i64| usize::try_from(x).ok();
             w.shape(dy.dim(0), dim(v[0]), dim(v[1]), filter.dim(2))
         }
-        Some(v) => return Err(Status::invalid_argument(format!(
+        Some(v) => {
+            return Err(Status::invalid_argument(format!(
             "Conv2DBackpropInput requires input_sizes to contain 4 values or 2 values, but got: {}",
             v.len()
-        ))),
+        )))
+        }
     };
     c.set_output(0, out)
 }

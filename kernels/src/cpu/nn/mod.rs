@@ -6,6 +6,7 @@
 //!   `LeakyRelu` and their gradients.
 //! - [`softmax`]: `Softmax`, `LogSoftmax` and the two cross-entropy losses.
 //! - [`bias`]: `BiasAdd`, `BiasAddV1`, `BiasAddGrad` and `L2Loss`.
+//! - [`conv`]: `Conv2D`, `DepthwiseConv2dNative` and their gradients.
 //!
 //! Element-wise arithmetic follows TensorFlow's Eigen expressions operation by
 //! operation, so `half` and `bfloat16` round after each step as Eigen does; sums
@@ -13,6 +14,7 @@
 
 pub mod activations;
 pub mod bias;
+pub mod conv;
 pub mod softmax;
 
 use graph::{bf16, f16};
@@ -121,4 +123,5 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     activations::register_all_kernels(r);
     softmax::register_all_kernels(r);
     bias::register_all_kernels(r);
+    conv::register_all_kernels(r);
 }
