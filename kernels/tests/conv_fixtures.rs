@@ -66,7 +66,30 @@ fn load() -> File {
 fn kernels_give_tensorflows_outputs_and_errors() {
     let file = load();
     assert!(file.cases.len() > 200, "{} cases", file.cases.len());
+    let mut failures = Vec::new();
     for c in &file.cases {
+        let outcome = std::panic::catch_unwind(|| run_case(c));
+        if let Err(e) = outcome {
+            failures.push(format!("{}: {}", c.name, panic_text(&*e)));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failing cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+fn run_case(c: &Case) {
+    {
         let inputs: Vec<Tensor> = c.inputs.iter().map(common::tensor).collect();
         let mut node = NodeDef::new("node", c.op.as_str());
         for i in 0..inputs.len() {
@@ -111,7 +134,22 @@ fn kernels_give_tensorflows_outputs_and_errors() {
 fn shape_functions_give_tensorflows_shapes_and_errors() {
     let file = load();
     assert!(file.shapes.len() > 40);
+    let mut failures = Vec::new();
     for c in &file.shapes {
+        if let Err(e) = std::panic::catch_unwind(|| run_shape_case(c)) {
+            failures.push(format!("{}: {}", c.name, panic_text(&*e)));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failing shapes:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn run_shape_case(c: &ShapeCase) {
+    {
         let s = Scope::new();
         let mut b = s.op(&c.op);
         for inp in &c.inputs {

@@ -341,7 +341,7 @@ fn conv2d_backprop_input_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     with_rank(&c.input(0), 1)?;
     let filter = with_rank(&c.input(1), 4)?;
     let dy = with_rank(&c.input(2), 4)?;
-    merge_dim(filter.dim(3), dy.dim(w.channel()))?;
+    merge_dim(dy.dim(w.channel()), filter.dim(3))?;
     let out = match const_sizes(c, 0) {
         // TensorFlow keeps only the batch of `out_backprop` then.
         None => Shape::from_dims(&[dy.dim(0), None, None, None]),

@@ -157,7 +157,7 @@ fn backprop_and_depthwise_shapes() {
     );
     let dy3 = ph(&s, &k(&[1, 5, 5, 3]));
     assert!(err(conv2d_backprop_input(&s, &sizes, &w, &dy3, &same))
-        .contains("Dimensions must be equal, but are 4 and 3"));
+        .contains("Dimensions must be equal, but are 3 and 4"));
     let x = ph(&s, &k(&[1, 5, 5, 2]));
     let fsizes = ops::constant(&s, crate::Tensor::vector(&[3, 3, 2, 4i32])).unwrap();
     assert_eq!(

@@ -174,13 +174,13 @@ fn reject_nchw(a: &ConvAttrs, op: &str) -> Result<()> {
 impl<E: ConvElem> OpKernel for Conv2DKernel<E> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (input, filter) = (ctx.input(0)?, ctx.input(1)?);
-        let g = forward_geometry(&self.attrs, input.shape(), filter.shape())?;
         if self.attrs.nchw {
             return Err(Status::unimplemented(
                 "The Conv2D op currently only supports the NHWC tensor format on the CPU. \
                  The op was given the format: NCHW",
             ));
         }
+        let g = forward_geometry(&self.attrs, input.shape(), filter.shape())?;
         let mut out = ctx.allocate(E::DTYPE, g.output_shape())?;
         let x = E::widen(input.as_slice::<E>()?);
         let w = E::widen(filter.as_slice::<E>()?);
