@@ -150,6 +150,12 @@ fn input_sizes_shape(
     dy: &TensorShape,
 ) -> Result<TensorShape> {
     let v = sizes_vector(sizes, "input_sizes", "Conv2DBackpropInput")?;
+    if (v.len() == 4 || v.len() == 2) && dy.rank() != 4 {
+        return Err(Status::invalid_argument(format!(
+            "input_sizes must be 4-dimensional, got: {}",
+            dy.rank()
+        )));
+    }
     match v.len() {
         4 => Ok(TensorShape::new(&v)),
         2 if dy.rank() == 4 && filter.rank() == 4 => {
@@ -232,14 +238,13 @@ impl<E: ConvElem> OpKernel for Conv2DBackpropFilterKernel<E> {
         reject_nchw(&self.attrs, "Conv2DCustomBackpropFilterOp")?;
         let (input, sizes, dy) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
         let v = sizes_vector(sizes, "filter_sizes", "Conv2DBackpropFilter")?;
-        if v.len() != 4 {
-            return Err(Status::invalid_argument(format!(
-                "Conv2DBackpropFilter: filter_sizes must have 4 elements, got {}",
-                v.len()
-            )));
-        }
+        // A size vector of another length fails below as a filter of that rank.
         let filter_shape = TensorShape::new(&v);
-        if input.rank() == 4 && input.dims()[3] != v[2] && v[2] != 0 && input.dims()[3] % v[2] == 0
+        if input.rank() == 4
+            && v.len() == 4
+            && input.dims()[3] != v[2]
+            && v[2] != 0
+            && input.dims()[3] % v[2] == 0
         {
             // TensorFlow's CPU kernel sizes the gradient with the input depth.
             let requested = v[0] * v[1] * input.dims()[3] * v[3];

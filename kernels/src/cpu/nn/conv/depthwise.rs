@@ -295,8 +295,8 @@ fn backprop_geometry(
 impl<E: ConvElem> OpKernel for DepthwiseKernel<E> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (input, filter) = (ctx.input(0)?, ctx.input(1)?);
-        check_forward_shapes(input.shape(), filter.shape())?;
         reject_nchw(&self.attrs)?;
+        check_forward_shapes(input.shape(), filter.shape())?;
         let [dh, dw] = self.attrs.dilations;
         if dh != 1 || dw != 1 {
             return Err(Status::unimplemented(format!(
