@@ -10,6 +10,7 @@
 //! - [`nn`] — activations, softmax, cross-entropy, bias add.
 //! - [`pooling`] — max and average pooling and their gradients.
 //! - [`normalization`] — fused batch norm, local response normalization.
+//! - [`conv`] — Conv2D, DepthwiseConv2dNative and their gradients.
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
@@ -25,6 +26,7 @@
 pub mod array;
 pub mod checkpoint;
 pub mod control_flow;
+pub mod conv;
 pub mod data_flow;
 pub mod function;
 pub mod input;
@@ -46,6 +48,7 @@ pub mod training;
 pub use array::*;
 pub use checkpoint::*;
 pub use control_flow::*;
+pub use conv::*;
 pub use data_flow::*;
 pub use input::*;
 pub use io::*;
@@ -68,6 +71,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     array::register_all_ops(r);
     checkpoint::register_all_ops(r);
     control_flow::register_all_ops(r);
+    conv::register_all_ops(r);
     data_flow::register_all_ops(r);
     function::register_all_ops(r);
     io::register_all_ops(r);

@@ -9,6 +9,7 @@
 //! - [`pooling`]: `MaxPool`/`AvgPool` and their gradients (`maxpooling_op`, `avgpooling_op`).
 //! - [`batch_norm`]: `FusedBatchNorm{,V2,V3}` and their gradients.
 //! - [`lrn`]: `LRN` and `LRNGrad`.
+//! - [`conv`]: `Conv2D`, `DepthwiseConv2dNative` and their gradients.
 //!
 //! Element-wise arithmetic follows TensorFlow's Eigen expressions operation by
 //! operation, so `half` and `bfloat16` round after each step as Eigen does; sums
@@ -17,6 +18,7 @@
 pub mod activations;
 pub mod batch_norm;
 pub mod bias;
+pub mod conv;
 pub mod lrn;
 pub mod pooling;
 pub mod softmax;
@@ -130,4 +132,5 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     pooling::register_all_kernels(r);
     batch_norm::register_all_kernels(r);
     lrn::register_all_kernels(r);
+    conv::register_all_kernels(r);
 }

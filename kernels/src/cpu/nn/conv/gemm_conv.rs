@@ -1,0 +1,253 @@
+//! The three `Conv2D` computations as matrix products over [`im2col`] blocks, on
+//! `NHWC` slices of one [`ConvScalar`] type:
+//!
+//! - forward: `out[block] = patches[block] · filter` (per group);
+//! - backprop input: `col2im(dy[block] · filterᵀ)`;
+//! - backprop filter: `Σ patches[block]ᵀ · dy[block]` over every image and block.
+//!
+//! A 1×1 window with unit strides and no padding skips `im2col`: the image itself
+//! is the patch matrix. Blocks of output pixels keep the patch buffer near
+//! [`BLOCK_ELEMS`]. Work of at least [`PAR_FLOPS`] multiply-adds runs on rayon:
+//! across images when one image is smaller than that, else inside each product.
+
+use rayon::prelude::*;
+
+use graph::Result;
+
+use super::im2col::{col2im, im2col, ConvScalar};
+use super::params::Geometry;
+use crate::cpu::linalg::gemm::{MatRef, PAR_FLOPS};
+
+/// The most elements a patch-matrix block holds (at least one row).
+pub const BLOCK_ELEMS: usize = 1 << 20;
+
+/// How work is spread: across images, or inside each product.
+#[derive(Clone, Copy)]
+enum Spread {
+    Images,
+    Product(usize),
+}
+
+fn spread(g: &Geometry) -> Spread {
+    let threads = rayon::current_num_threads();
+    let total = g.flops();
+    let per_image = total / g.batch.max(1);
+    if threads > 1 && g.batch > 1 && total >= PAR_FLOPS && per_image < PAR_FLOPS {
+        Spread::Images
+    } else if total >= PAR_FLOPS {
+        Spread::Product(threads)
+    } else {
+        Spread::Product(1)
+    }
+}
+
+/// Output pixels per block.
+fn block_rows(g: &Geometry) -> usize {
+    (BLOCK_ELEMS / g.patch().max(1)).clamp(1, g.out_pixels().max(1))
+}
+
+/// A 1×1 window with unit strides and no padding: the image is its own patch
+/// matrix.
+fn is_pointwise(g: &Geometry) -> bool {
+    let unit = |d: &super::params::Dim| d.filter == 1 && d.stride == 1 && d.pad == 0;
+    unit(&g.rows)
+        && unit(&g.cols)
+        && g.groups() == 1
+        && g.out_pixels() == g.rows.input * g.cols.input
+}
+
+/// `Conv2D`: `out` (`g.output_shape()`) from `input` and the `HWIO` `filter`.
+pub fn forward<T: ConvScalar>(
+    g: &Geometry,
+    input: &[T],
+    filter: &[T],
+    out: &mut [T],
+) -> Result<()> {
+    let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
+    if out.is_empty() {
+        return Ok(());
+    }
+    if k == 0 {
+        out.fill(T::default());
+        return Ok(());
+    }
+    if is_pointwise(g) {
+        let threads = match spread(g) {
+            Spread::Product(t) => t,
+            Spread::Images => rayon::current_num_threads(),
+        };
+        let a = MatRef::new(input, g.batch * p, k, k, 1)?;
+        let b = MatRef::new(filter, k, od, od, 1)?;
+        return T::matmul(a, b, out, threads);
+    }
+    let in_image = g.in_image();
+    let image = |dst: &mut [T], n: usize, threads: usize| -> Result<()> {
+        let src = &input[n * in_image..(n + 1) * in_image];
+        forward_image(g, src, filter, dst, threads)
+    };
+    match spread(g) {
+        Spread::Images => out
+            .par_chunks_mut(p * od)
+            .enumerate()
+            .try_for_each(|(n, dst)| image(dst, n, 1)),
+        Spread::Product(t) => out
+            .chunks_mut(p * od)
+            .enumerate()
+            .try_for_each(|(n, dst)| image(dst, n, t)),
+    }
+}
+
+/// One image of [`forward`], block by block and group by group.
+fn forward_image<T: ConvScalar>(
+    g: &Geometry,
+    src: &[T],
+    filter: &[T],
+    dst: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
+    let groups = g.groups();
+    let og = od / groups;
+    let rows = block_rows(g);
+    let mut col = vec![T::default(); rows * k];
+    let mut tmp = if groups > 1 {
+        vec![T::default(); rows * og]
+    } else {
+        Vec::new()
+    };
+    for first in (0..p).step_by(rows) {
+        let n = rows.min(p - first);
+        let col = &mut col[..n * k];
+        let out = &mut dst[first * od..(first + n) * od];
+        for gi in 0..groups {
+            im2col(g, src, gi * g.filter_depth, first, col);
+            let a = MatRef::new(col, n, k, k, 1)?;
+            let b = MatRef::new(&filter[gi * og..], k, og, od, 1)?;
+            if groups == 1 {
+                T::matmul(a, b, out, threads)?;
+            } else {
+                let tmp = &mut tmp[..n * og];
+                T::matmul(a, b, tmp, threads)?;
+                for (row, t) in out.chunks_exact_mut(od).zip(tmp.chunks_exact(og)) {
+                    row[gi * og..(gi + 1) * og].copy_from_slice(t);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Conv2DBackpropInput` (one group): `dx` (`g.input_shape()`) from the filter
+/// and `dy` (`g.output_shape()`).
+pub fn backprop_input<T: ConvScalar>(
+    g: &Geometry,
+    filter: &[T],
+    dy: &[T],
+    dx: &mut [T],
+) -> Result<()> {
+    let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
+    dx.fill(T::default());
+    if dx.is_empty() || k == 0 || od == 0 || p == 0 {
+        return Ok(());
+    }
+    // filterᵀ: [od, k] read from the [k, od] filter.
+    let wt = MatRef::new(filter, od, k, 1, od)?;
+    if is_pointwise(g) {
+        let a = MatRef::new(dy, g.batch * p, od, od, 1)?;
+        let threads = match spread(g) {
+            Spread::Product(t) => t,
+            Spread::Images => rayon::current_num_threads(),
+        };
+        return T::matmul(a, wt, dx, threads);
+    }
+    let in_image = g.in_image();
+    let image = |dst: &mut [T], n: usize, threads: usize| -> Result<()> {
+        let rows = block_rows(g);
+        let mut col = vec![T::default(); rows * k];
+        let dy = &dy[n * p * od..(n + 1) * p * od];
+        for first in (0..p).step_by(rows) {
+            let m = rows.min(p - first);
+            let col = &mut col[..m * k];
+            let a = MatRef::new(&dy[first * od..], m, od, od, 1)?;
+            T::matmul(a, wt, col, threads)?;
+            col2im(g, col, first, dst);
+        }
+        Ok(())
+    };
+    match spread(g) {
+        Spread::Images => dx
+            .par_chunks_mut(in_image)
+            .enumerate()
+            .try_for_each(|(n, dst)| image(dst, n, 1)),
+        Spread::Product(t) => dx
+            .chunks_mut(in_image)
+            .enumerate()
+            .try_for_each(|(n, dst)| image(dst, n, t)),
+    }
+}
+
+/// `Conv2DBackpropFilter` (one group): `dw` (`g.filter_shape()`) from the input
+/// and `dy`.
+pub fn backprop_filter<T: ConvScalar>(
+    g: &Geometry,
+    input: &[T],
+    dy: &[T],
+    dw: &mut [T],
+) -> Result<()> {
+    let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
+    dw.fill(T::default());
+    if dw.is_empty() || p == 0 || g.batch == 0 {
+        return Ok(());
+    }
+    if is_pointwise(g) {
+        // dw [k, od] = inputᵀ [k, N·p] · dy [N·p, od].
+        let a = MatRef::new(input, k, g.batch * p, 1, k)?;
+        let b = MatRef::new(dy, g.batch * p, od, od, 1)?;
+        let threads = match spread(g) {
+            Spread::Product(t) => t,
+            Spread::Images => rayon::current_num_threads(),
+        };
+        return T::matmul(a, b, dw, threads);
+    }
+    let in_image = g.in_image();
+    // The sum over images `images` into a fresh [k, od] buffer.
+    let partial = |images: std::ops::Range<usize>, threads: usize| -> Result<Vec<T>> {
+        let rows = block_rows(g);
+        let mut col = vec![T::default(); rows * k];
+        let mut tmp = vec![T::default(); k * od];
+        let mut acc = vec![T::default(); k * od];
+        for n in images {
+            let src = &input[n * in_image..(n + 1) * in_image];
+            let dy = &dy[n * p * od..(n + 1) * p * od];
+            for first in (0..p).step_by(rows) {
+                let m = rows.min(p - first);
+                let col = &mut col[..m * k];
+                im2col(g, src, 0, first, col);
+                let a = MatRef::new(col, k, m, 1, k)?;
+                let b = MatRef::new(&dy[first * od..], m, od, od, 1)?;
+                T::matmul(a, b, &mut tmp, threads)?;
+                for (s, &v) in acc.iter_mut().zip(&tmp) {
+                    *s = s.add(v);
+                }
+            }
+        }
+        Ok(acc)
+    };
+    let sums = match spread(g) {
+        Spread::Images => {
+            let chunks = rayon::current_num_threads().min(g.batch);
+            let per = g.batch.div_ceil(chunks);
+            (0..chunks)
+                .into_par_iter()
+                .map(|c| partial(c * per..((c + 1) * per).min(g.batch), 1))
+                .collect::<Result<Vec<_>>>()?
+        }
+        Spread::Product(t) => vec![partial(0..g.batch, t)?],
+    };
+    for s in sums {
+        for (d, v) in dw.iter_mut().zip(s) {
+            *d = d.add(v);
+        }
+    }
+    Ok(())
+}
