@@ -385,7 +385,8 @@ fn sizes_output(c: &mut InferenceContext<'_>, i: usize) -> Result<()> {
 ///
 /// ```
 /// use actorflow_graph::ops::{self, ConvOptions};
-/// use actorflow_graph::{DType, Scope, Shape};
+/// use actorflow_graph::builder::Scope;
+/// use actorflow_graph::{DType, Shape};
 ///
 /// let s = Scope::new();
 /// let x = ops::placeholder(&s, DType::F32, Shape::known(&[1, 8, 8, 3])).unwrap();

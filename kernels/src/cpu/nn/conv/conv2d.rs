@@ -1,7 +1,7 @@
 //! The `Conv2D`, `Conv2DBackpropInput` and `Conv2DBackpropFilter` kernels: the
 //! shape checks of TensorFlow's `conv_ops.cc` (`ComputeConv2DDimension`) and
 //! `conv_grad_shape_utils.cc` (`ConvBackpropComputeDimensionsV2`), with their
-//! messages, then the products of [`gemm_conv`](super::gemm_conv).
+//! messages, then the products of [`super::gemm_conv`].
 //!
 //! As TensorFlow's CPU kernels: only `NHWC` (`Conv2D` answers `Unimplemented` for
 //! `NCHW`, the backprops `InvalidArgument`); `Conv2D` supports grouped
