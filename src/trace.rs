@@ -22,7 +22,11 @@
 //! - each `_Send`/`_Recv` pair is a flow arrow: a `"ph": "s"` event inside the Send
 //!   slice and a `"ph": "f"` event (binding point `e`, the enclosing slice) inside
 //!   the Recv slice, with the same `id`, matched by rendezvous key (tensor name,
-//!   sending and receiving device) and frame/iteration.
+//!   sending and receiving device) and frame/iteration;
+//! - memory over time: a counter (`"ph": "C"`) per device, `memory CPU:0`, with
+//!   two series set after each node: `step bytes`, what the step holds on the
+//!   device, and `device bytes`, what the device holds in all (every step and
+//!   variable).
 //!
 //! Times are microseconds since the first partition of the first step added.
 //!
@@ -57,6 +61,8 @@ use crate::{GraphDef, Result, RunMetadata, Status};
 
 /// The category of node slices.
 pub const NODE_CATEGORY: &str = "node";
+/// The category of memory counters.
+pub const MEMORY_CATEGORY: &str = "memory";
 /// The category of partition slices.
 pub const PARTITION_CATEGORY: &str = "partition";
 /// The category (and flow name prefix) of Send→Recv arrows.
@@ -222,8 +228,17 @@ impl ChromeTrace {
                 "ts": start, "dur": end - start, "pid": pid, "tid": lane,
                 "args": { "step": label, "device": c.device, "nodes": c.nodes.len() },
             }));
+            let counter = format!("memory {}", split_device(&c.device).1);
             for n in &c.nodes {
                 let slice = self.add_node(pid, tid, label, n);
+                self.events.push(json!({
+                    "name": counter, "cat": MEMORY_CATEGORY, "ph": "C", "ts": slice.end,
+                    "pid": pid, "tid": 0,
+                    "args": {
+                        "step bytes": n.memory.live_bytes,
+                        "device bytes": n.memory.device_bytes_in_use,
+                    },
+                }));
                 let Some((tensor, src, dst)) =
                     transfers.get(&format!("{}\u{0}{}", c.device, n.node))
                 else {
@@ -292,7 +307,8 @@ impl ChromeTrace {
             "ts": ts, "dur": end - ts, "pid": pid, "tid": tid,
             "args": {
                 "op": &*n.op, "step": label, "output_shapes": shapes,
-                "output_bytes": n.output_bytes, "dead": n.is_dead, "waited": n.waited,
+                "output_bytes": n.output_bytes, "allocated_bytes": n.memory.allocated_bytes,
+                "dead": n.is_dead, "waited": n.waited,
                 "frame_id": n.frame_iter.frame_id, "iter": n.frame_iter.iter,
             },
         }));

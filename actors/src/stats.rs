@@ -7,10 +7,18 @@
 //! executed node. An asynchronous kernel that went pending (a `_Recv` waiting for
 //! its value, a queue op waiting for room or elements) is recorded when it
 //! completes, its start being when its kernel was called.
+//!
+//! Memory: a collector owns its step's [`MemoryCounter`] on the device, which the
+//! executor charges every buffer its kernels allocate to (besides the device's own
+//! counter). Each node records what its kernel allocated and the step's bytes live
+//! after it ([`NodeMemory`]: memory over time); the collector's
+//! [`StatsCollector::memory`] is the step's peak, largest allocation and
+//! allocation count on the device, taken when the partition ends.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use graph::tensor::memory::{AllocatorStats, MemoryCounter};
 use graph::TensorShape;
 use kernels::Entry;
 use rendezvous::FrameIter;
@@ -39,6 +47,21 @@ pub struct NodeStats {
     /// the wait (for a `_Recv`, until its value arrived), during which other nodes
     /// of the partition ran.
     pub waited: bool,
+    /// What it allocated, and the step's memory on the device after it.
+    pub memory: NodeMemory,
+}
+
+/// One node's memory (TensorFlow's `AllocatorMemoryUsed` of a `NodeExecStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeMemory {
+    /// Bytes its kernel allocated (outputs, copies, temporaries made tensors).
+    pub allocated_bytes: u64,
+    /// Bytes the step held on the device after it ran.
+    pub live_bytes: usize,
+    /// The step's peak on the device so far.
+    pub peak_bytes: usize,
+    /// Bytes in use on the device after it ran, every step and variable included.
+    pub device_bytes_in_use: usize,
 }
 
 /// The statistics of one partition in one step.
@@ -54,9 +77,15 @@ pub struct StatsCollector {
     pub end: Option<Instant>,
     /// Executed nodes, in order of completion.
     pub nodes: Vec<NodeStats>,
+    /// The step's memory on the device: its peak, its largest allocation, its
+    /// allocations and what it still held when the partition ended (fetches,
+    /// variables' new values, tensors handed to other devices). Set at the end.
+    pub memory: AllocatorStats,
     /// Asynchronous kernels still pending: (node index, frame, iteration) and when
     /// their kernel was called.
     pending: Vec<((usize, usize, i64), Instant, FrameIter)>,
+    /// The step's counter on the device, charged by the executor.
+    counter: Arc<MemoryCounter>,
 }
 
 impl StatsCollector {
@@ -71,8 +100,21 @@ impl StatsCollector {
             start: Instant::now(),
             end: None,
             nodes: Vec::new(),
+            memory: AllocatorStats::default(),
             pending: Vec::new(),
+            counter: Arc::new(MemoryCounter::new()),
         }
+    }
+
+    /// The step's memory counter on the device, which the executor charges.
+    pub fn counter(&self) -> &Arc<MemoryCounter> {
+        &self.counter
+    }
+
+    /// Ends the partition now, taking its memory figures.
+    pub fn finish(&mut self) {
+        self.end = Some(Instant::now());
+        self.memory = self.counter.stats();
     }
 
     /// Records a node.
@@ -80,15 +122,24 @@ impl StatsCollector {
         self.nodes.push(n);
     }
 
-    /// Records a node that finished now, with its outputs.
+    /// Records a node that finished now, with its outputs; `start` is when its
+    /// kernel was called and the step's allocation total then
+    /// ([`MemoryCounter::total_bytes`]); `device` is the device's counter.
     pub fn record_outputs(
         &mut self,
         (node, op): (&Arc<str>, &Arc<str>),
-        start: Instant,
+        (start, allocated_before): (Instant, u64),
         outputs: &[Entry],
         frame_iter: FrameIter,
         is_dead: bool,
+        device: &MemoryCounter,
     ) {
+        let memory = NodeMemory {
+            allocated_bytes: self.counter.total_bytes() - allocated_before,
+            live_bytes: self.counter.bytes_in_use(),
+            peak_bytes: self.counter.peak_bytes_in_use(),
+            device_bytes_in_use: device.bytes_in_use(),
+        };
         self.nodes.push(NodeStats {
             node: Arc::clone(node),
             op: Arc::clone(op),
@@ -105,6 +156,7 @@ impl StatsCollector {
             is_dead,
             frame_iter,
             waited: false,
+            memory,
         });
     }
 
@@ -115,19 +167,23 @@ impl StatsCollector {
     }
 
     /// Records the asynchronous kernel of `tagged`, which went pending (see
-    /// [`StatsCollector::kernel_pending`]) and has now completed with `outputs`.
+    /// [`StatsCollector::kernel_pending`]) and has now completed with `outputs`
+    /// (what it allocated on completion is not its own: it is counted where its
+    /// value was made).
     pub fn async_done(
         &mut self,
         tagged: (usize, usize, i64),
         names: (&Arc<str>, &Arc<str>),
         outputs: &[Entry],
         is_dead: bool,
+        device: &MemoryCounter,
     ) {
         let Some(i) = self.pending.iter().position(|p| p.0 == tagged) else {
             return;
         };
         let (_, start, fi) = self.pending.swap_remove(i);
-        self.record_outputs(names, start, outputs, fi, is_dead);
+        let now = self.counter.total_bytes();
+        self.record_outputs(names, (start, now), outputs, fi, is_dead, device);
         if let Some(n) = self.nodes.last_mut() {
             n.waited = true;
         }

@@ -2,11 +2,15 @@
 //! TensorFlow's `StepStats` (wall-clock microseconds and nanoseconds, one
 //! `DeviceStepStats` per partition, the op in `timeline_label` as TensorFlow writes
 //! it: `name = Op()`), and a master turns them back into collectors on its own
-//! clock, so a traced step of a cluster reports every task's nodes.
+//! clock, so a traced step of a cluster reports every task's nodes. Each node's
+//! memory travels as TensorFlow's `AllocatorMemoryUsed`; a partition's figures
+//! are rebuilt from its nodes' (its peak, what it allocated in all and what it
+//! held after its last node; not its allocation count or largest allocation,
+//! which `StepStats` does not carry).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use actors::stats::{NodeStats, StatsCollector};
+use actors::stats::{NodeMemory, NodeStats, StatsCollector};
 use proto::tensorflow as pb;
 use rendezvous::FrameIter;
 
@@ -71,6 +75,14 @@ pub fn step_stats_to_proto(stats: &[StatsCollector]) -> pb::StepStats {
                             all_end_rel_micros: rel / 1000,
                             op_end_rel_nanos: rel,
                             all_end_rel_nanos: rel,
+                            memory: vec![pb::AllocatorMemoryUsed {
+                                allocator_name: "cpu".into(),
+                                total_bytes: n.memory.allocated_bytes as i64,
+                                peak_bytes: n.memory.peak_bytes as i64,
+                                live_bytes: n.memory.live_bytes as i64,
+                                allocator_bytes_in_use: n.memory.device_bytes_in_use as i64,
+                                ..Default::default()
+                            }],
                             timeline_label: format!(
                                 "{} = {}(){}",
                                 n.node,
@@ -112,6 +124,18 @@ pub fn step_stats_from_proto(p: &pb::StepStats) -> Vec<StatsCollector> {
                 first = Some(first.map_or(start, |f| f.min(start)));
                 last = Some(last.map_or(end, |l| l.max(end)));
                 let label = n.timeline_label.as_str();
+                let memory = n
+                    .memory
+                    .first()
+                    .map_or_else(NodeMemory::default, |m| NodeMemory {
+                        allocated_bytes: m.total_bytes.max(0) as u64,
+                        live_bytes: m.live_bytes.max(0) as usize,
+                        peak_bytes: m.peak_bytes.max(0) as usize,
+                        device_bytes_in_use: m.allocator_bytes_in_use.max(0) as usize,
+                    });
+                c.memory.peak_bytes_in_use = c.memory.peak_bytes_in_use.max(memory.peak_bytes);
+                c.memory.bytes_in_use = memory.live_bytes;
+                c.memory.total_bytes += memory.allocated_bytes;
                 let op = label
                     .split_once(" = ")
                     .and_then(|(_, r)| r.split('(').next())
@@ -126,6 +150,7 @@ pub fn step_stats_from_proto(p: &pb::StepStats) -> Vec<StatsCollector> {
                     is_dead: label.ends_with("[dead]"),
                     frame_iter: FrameIter::default(),
                     waited: false,
+                    memory,
                 });
             }
             if let Some(f) = first {
@@ -155,6 +180,12 @@ mod tests {
             is_dead: false,
             frame_iter: FrameIter::default(),
             waited: false,
+            memory: NodeMemory {
+                allocated_bytes: 4000,
+                live_bytes: 6000,
+                peak_bytes: 9000,
+                device_bytes_in_use: 10_000,
+            },
         });
         let p = step_stats_to_proto(std::slice::from_ref(&c));
         let n = &p.dev_stats[0].node_stats[0];
@@ -165,6 +196,12 @@ mod tests {
         let b = &back[0].nodes[0];
         assert_eq!((&*b.node, &*b.op), ("a", "AddV2"));
         assert_eq!(b.end.duration_since(b.start), Duration::from_micros(250));
+        assert_eq!(b.memory, c.nodes[0].memory);
+        let m = back[0].memory;
+        assert_eq!(
+            (m.peak_bytes_in_use, m.bytes_in_use, m.total_bytes),
+            (9000, 6000, 4000)
+        );
         let skew = if b.start > t0 {
             b.start - t0
         } else {

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use graph::tensor::memory::MemoryCounter;
 use graph::{
     DType, DataType, FromAttr, NodeDef, OpDef, Result, Status, Tensor, TensorShape, TensorType,
 };
@@ -39,6 +40,14 @@ pub struct DeviceContext {
     /// The most bytes one tensor a kernel allocates may take here; larger ones
     /// are `ResourceExhausted` (see [`crate::allocator`]).
     pub max_allocation_bytes: usize,
+    /// The tensor bytes held on this device (shared by every view of it): the
+    /// executor charges every buffer its kernels allocate here (see
+    /// [`graph::tensor::memory`]).
+    pub memory: Arc<MemoryCounter>,
+    /// Whether kernels may write their output into an input buffer nothing else
+    /// holds (TensorFlow's `forward_input_or_allocate_output`); off only to
+    /// measure what forwarding saves.
+    pub forward_buffers: bool,
 }
 
 impl DeviceContext {
@@ -51,6 +60,8 @@ impl DeviceContext {
             incarnation,
             resources: Arc::new(ResourceMgr::new()),
             max_allocation_bytes: default_max_allocation_bytes(),
+            memory: Arc::new(MemoryCounter::new()),
+            forward_buffers: true,
         }
     }
 
@@ -60,16 +71,34 @@ impl DeviceContext {
         self
     }
 
-    /// This device as one session sees it: the same name, incarnation and
-    /// resources (shared with every other view), under the session's own
+    /// This device as one session sees it: the same name, incarnation, resources
+    /// and memory counter (shared with every other view), under the session's own
     /// allocation limit.
     pub fn view_with_max_allocation_bytes(&self, max_bytes: usize) -> DeviceContext {
+        DeviceContext {
+            max_allocation_bytes: max_bytes,
+            ..self.view()
+        }
+    }
+
+    /// This device as one session sees it, its kernels never forwarding an input
+    /// buffer to an output (see [`Self::forward_buffers`]).
+    pub fn view_without_forwarding(&self) -> DeviceContext {
+        DeviceContext {
+            forward_buffers: false,
+            ..self.view()
+        }
+    }
+
+    fn view(&self) -> DeviceContext {
         DeviceContext {
             name: self.name.clone(),
             device_type: self.device_type.clone(),
             incarnation: self.incarnation,
             resources: Arc::clone(&self.resources),
-            max_allocation_bytes: max_bytes,
+            max_allocation_bytes: self.max_allocation_bytes,
+            memory: Arc::clone(&self.memory),
+            forward_buffers: self.forward_buffers,
         }
     }
 
@@ -490,9 +519,14 @@ impl<'a> OpKernelContext<'a> {
         self.set_output(o, Tensor::scalar(v))
     }
 
-    /// Takes input `i` (to reuse its buffer when uniquely held).
+    /// Takes input `i` (to reuse its buffer when uniquely held). On a device that
+    /// does not forward buffers the input stays in its slot as well, so that a
+    /// write to the taken tensor copies it.
     #[inline]
     pub fn take_input(&mut self, i: usize) -> Result<Tensor> {
+        if !self.step.device.forward_buffers {
+            return self.input(i).cloned();
+        }
         match self.inputs.get_mut(i).map(Entry::take) {
             Some(Entry::Value(t)) => Ok(t),
             Some(other) => {
@@ -564,7 +598,9 @@ impl<'a> OpKernelContext<'a> {
         dtype: DType,
         shape: &TensorShape,
     ) -> Result<Tensor> {
-        if let Some(Entry::Value(t)) = self.inputs.get_mut(i) {
+        if let (true, Some(Entry::Value(t))) =
+            (self.step.device.forward_buffers, self.inputs.get_mut(i))
+        {
             if t.dtype() == dtype && t.shape() == shape && t.is_unique() {
                 if let Entry::Value(t) = std::mem::take(&mut self.inputs[i]) {
                     return Ok(t);

@@ -342,6 +342,108 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
     }))
 }
 
+/// A small convnet's training step (the classic MNIST layout, batch 16):
+/// conv 5×5×1→16 + bias + ReLU, 2×2 max pool, conv 5×5×16→32 + ReLU, 2×2 max
+/// pool, a 1568→10 dense layer, sparse softmax cross-entropy, SGD.
+fn convnet(s: &Scope) -> Result<Mlp> {
+    const BATCH: usize = 16;
+    let x = ops::placeholder(s, DType::F32, Shape::known(&[BATCH, 28, 28, 1]))?;
+    let y = ops::placeholder(s, DType::I32, Shape::known(&[BATCH]))?;
+    let weights = |name: &str, dims: &[i32], seed: i64| -> Result<ops::Variable> {
+        let fan_in: i32 = dims[..dims.len() - 1].iter().product();
+        let shape = ops::constant(s, Tensor::vector(dims))?;
+        let scale = ops::scalar(s, (1.0 / fan_in as f64).sqrt() as f32)?;
+        let init = ops::mul(
+            s,
+            &ops::truncated_normal(s, &shape, DType::F32, seed, 0)?,
+            &scale,
+        )?;
+        ops::Variable::new(s, name, &init, true)
+    };
+    let zeros = |name: &str, n: usize| -> Result<ops::Variable> {
+        let init = ops::constant(s, Tensor::zeros(DType::F32, vec![n]))?;
+        ops::Variable::new(s, name, &init, true)
+    };
+    let conv = ops::ConvOptions::new(&[1, 1, 1, 1], "SAME");
+    let pool =
+        |t: &crate::Output| ops::max_pool(s, t, &[1, 2, 2, 1], &[1, 2, 2, 1], "SAME", "NHWC");
+    let (k1, b1) = (weights("k1", &[5, 5, 1, 16], 1)?, zeros("cb1", 16)?);
+    let (k2, b2) = (weights("k2", &[5, 5, 16, 32], 2)?, zeros("cb2", 32)?);
+    let w = weights("w", &[7 * 7 * 32, 10], 3)?;
+    let h = ops::bias_add(s, &ops::conv2d(s, &x, &k1.value, &conv)?, &b1.value, "NHWC")?;
+    let h = pool(&ops::relu(s, &h)?)?;
+    let h = ops::bias_add(s, &ops::conv2d(s, &h, &k2.value, &conv)?, &b2.value, "NHWC")?;
+    let h = pool(&ops::relu(s, &h)?)?;
+    let flat = ops::reshape(
+        s,
+        &h,
+        &ops::constant(s, Tensor::vector(&[BATCH as i32, 7 * 7 * 32]))?,
+    )?;
+    let logits = ops::mat_mul(s, &flat, &w.value, false, false)?;
+    let (xent, _) = ops::sparse_softmax_cross_entropy_with_logits(s, &logits, &y)?;
+    let loss = ops::mean_axes(s, &xent, &[0], false)?;
+    let images = Tensor::build::<f32>([BATCH, 28, 28, 1], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, p)| *p = ((i * 7) % 17) as f32 / 16.0)
+    });
+    let labels = Tensor::build::<i32>([BATCH], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, l)| *l = (i % 10) as i32)
+    });
+    Ok(Mlp {
+        x,
+        y,
+        loss,
+        images,
+        labels,
+    })
+}
+
+/// What a memory figure reports of one training step.
+#[derive(Clone, Copy)]
+enum StepMemory {
+    /// The step's peak tensor bytes.
+    Peak,
+    /// The tensor buffers it allocated.
+    Allocations,
+}
+
+/// One SGD step of `model` traced, with or without buffer forwarding: its peak
+/// bytes or its allocation count (each step's, on the one CPU device; the same
+/// every step, so a repetition is one step).
+fn step_memory(
+    model: fn(&Scope) -> Result<Mlp>,
+    forwarding: bool,
+    what: StepMemory,
+) -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::train::{GradientDescentOptimizer, Optimizer};
+    use crate::{RunArgs, RunOptions, TraceLevel};
+    let s = Scope::new();
+    let m = model(&s)?;
+    let train = GradientDescentOptimizer::new(0.01).minimize(&s, &m.loss, None, None)?;
+    let init = crate::train::global_variables_initializer(&s)?;
+    let opts = SessionOptions::default().with_buffer_forwarding(forwarding);
+    let sess = Session::new(&s.graph_def(), opts)?;
+    sess.run(&[], &[], &[init.name()])?;
+    let args = RunArgs::new()
+        .feed(&m.x, m.images)
+        .feed(&m.y, m.labels)
+        .target(train.name())
+        .options(RunOptions::default().with_trace_level(TraceLevel::FullTrace));
+    Ok(Box::new(move || {
+        let md = sess
+            .run_with(&args)?
+            .metadata
+            .ok_or_else(|| Status::internal("a traced step returned no metadata"))?;
+        Ok(match what {
+            StepMemory::Peak => md.memory().map(|(_, m)| m.peak_bytes_in_use).sum::<usize>() as f64,
+            StepMemory::Allocations => md.memory().map(|(_, m)| m.num_allocs).sum::<u64>() as f64,
+        })
+    }))
+}
+
 /// Global steps a `dist_mlp_sync_step_us` repetition times.
 const SYNC_STEPS: u64 = 100;
 
@@ -558,6 +660,55 @@ pub fn all() -> Vec<Workload> {
             description: "mlp_step_us's step again, to compare with TensorFlow's step under \
                 its default graph optimizations (grappler on: remapper fusions, folding)",
             setup: mlp_step,
+        },
+        Workload {
+            name: "mlp_peak_bytes",
+            unit: "bytes",
+            description: "mlp_step_us's step: its peak tensor bytes (buffer forwarding on)",
+            setup: || step_memory(mlp, true, StepMemory::Peak),
+        },
+        Workload {
+            name: "mlp_peak_bytes_unforwarded",
+            unit: "bytes",
+            description: "mlp_peak_bytes with buffer forwarding off",
+            setup: || step_memory(mlp, false, StepMemory::Peak),
+        },
+        Workload {
+            name: "mlp_allocs_per_step",
+            unit: "allocs",
+            description: "mlp_step_us's step: tensor buffers allocated (buffer forwarding on)",
+            setup: || step_memory(mlp, true, StepMemory::Allocations),
+        },
+        Workload {
+            name: "mlp_allocs_per_step_unforwarded",
+            unit: "allocs",
+            description: "mlp_allocs_per_step with buffer forwarding off",
+            setup: || step_memory(mlp, false, StepMemory::Allocations),
+        },
+        Workload {
+            name: "convnet_peak_bytes",
+            unit: "bytes",
+            description: "SGD step of a convnet (conv5x5x16-pool-conv5x5x32-pool-dense10, \
+                28x28x1, batch 16): its peak tensor bytes (buffer forwarding on)",
+            setup: || step_memory(convnet, true, StepMemory::Peak),
+        },
+        Workload {
+            name: "convnet_peak_bytes_unforwarded",
+            unit: "bytes",
+            description: "convnet_peak_bytes with buffer forwarding off",
+            setup: || step_memory(convnet, false, StepMemory::Peak),
+        },
+        Workload {
+            name: "convnet_allocs_per_step",
+            unit: "allocs",
+            description: "convnet_peak_bytes's step: tensor buffers allocated (forwarding on)",
+            setup: || step_memory(convnet, true, StepMemory::Allocations),
+        },
+        Workload {
+            name: "convnet_allocs_per_step_unforwarded",
+            unit: "allocs",
+            description: "convnet_allocs_per_step with buffer forwarding off",
+            setup: || step_memory(convnet, false, StepMemory::Allocations),
         },
         Workload {
             name: "dist_step_us",

@@ -218,7 +218,7 @@ impl DeviceWorker {
             if let Some(mut s) = self.slots[slot].take() {
                 self.free.push(slot);
                 let stats = s.exec.take_stats().map(|mut st| {
-                    st.end = Some(std::time::Instant::now());
+                    st.finish();
                     st
                 });
                 if let Err(e) = &result {

@@ -37,6 +37,7 @@ pub mod propagator;
 use std::sync::Arc;
 use std::time::Instant;
 
+use graph::tensor::memory::{Charge, ChargeScope};
 use graph::{Result, Status};
 use kernels::{AsyncDone, AsyncStatus, Entry, OpKernelContext, Outputs, StepContext};
 use rendezvous::FrameIter;
@@ -165,7 +166,9 @@ impl ExecutorState {
                         if let Some(st) = self.stats.as_mut() {
                             let item = &plan.nodes[node.node];
                             let tagged = (node.node, node.frame, node.iter);
-                            st.async_done(tagged, (&item.name, &item.op), &outs, node.is_dead);
+                            let names = (&item.name, &item.op);
+                            let dev = &self.step.device.memory;
+                            st.async_done(tagged, names, &outs, node.is_dead, dev);
                         }
                         let before = self.prop.ready.len();
                         self.prop.propagate_outputs(&plan, node, &mut outs[..]);
@@ -227,6 +230,13 @@ impl ExecutorState {
 
     fn run(&mut self, host: &mut dyn ExecutorHost) -> ExecutorTransition {
         let plan = Arc::clone(&self.plan);
+        // Every buffer a kernel allocates from here on is charged to the device
+        // (and to the step when it collects statistics); see graph's
+        // `tensor::memory`. One scope per call, not per node.
+        let _charge = ChargeScope::enter(Charge::new(
+            Arc::clone(&self.step.device.memory),
+            self.stats.as_ref().map(|s| Arc::clone(s.counter())),
+        ));
         // Spans and statistics are decided once per step: without them a node runs
         // through a copy of `process` that has neither.
         let instrumented = self.trace_nodes || self.stats.is_some();
@@ -288,7 +298,9 @@ impl ExecutorState {
     ) -> Result<NodeOutcome> {
         let item = &plan.nodes[tn.node];
         let start = if STATS {
-            self.stats.as_ref().map(|_| Instant::now())
+            self.stats
+                .as_ref()
+                .map(|s| (Instant::now(), s.counter().total_bytes()))
         } else {
             None
         };
@@ -313,7 +325,7 @@ impl ExecutorState {
                     if let (Ok(NodeOutcome::Pending), Some(st), Some(t0)) =
                         (&other, self.stats.as_mut(), start)
                     {
-                        st.kernel_pending((tn.node, tn.frame, tn.iter), t0, fi);
+                        st.kernel_pending((tn.node, tn.frame, tn.iter), t0.0, fi);
                     }
                 }
                 return other;
@@ -321,7 +333,9 @@ impl ExecutorState {
         }
         if STATS {
             if let (Some(stats), Some(start)) = (self.stats.as_mut(), start) {
-                stats.record_outputs((&item.name, &item.op), start, outputs, fi, tn.is_dead);
+                let dev = &self.step.device.memory;
+                let names = (&item.name, &item.op);
+                stats.record_outputs(names, start, outputs, fi, tn.is_dead, dev);
             }
         }
         if item.moves_frames {

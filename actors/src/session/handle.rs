@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr};
 use graph::builder::{NodeRef, TensorRef};
+use graph::tensor::memory::AllocatorStats;
 use graph::{GraphDef, Result, Status, Tensor};
 use ndarray::ArrayViewD;
 use rendezvous::{completion, CompletionReceiver};
@@ -57,6 +58,26 @@ pub struct RunMetadata {
     pub step_stats: Vec<StatsCollector>,
     /// The partition graphs, by device name.
     pub partition_graphs: Vec<(String, GraphDef)>,
+}
+
+impl RunMetadata {
+    /// The step's peak tensor memory on `device` (the bytes its kernels allocated
+    /// there and held at once at most), or `None` when no partition ran there.
+    pub fn peak_bytes(&self, device: &str) -> Option<usize> {
+        self.step_stats
+            .iter()
+            .filter(|c| c.device == device)
+            .map(|c| c.memory.peak_bytes_in_use)
+            .max()
+    }
+
+    /// The step's memory on each device it ran on, one entry per partition (see
+    /// [`StatsCollector::memory`]).
+    pub fn memory(&self) -> impl Iterator<Item = (&str, &AllocatorStats)> {
+        self.step_stats
+            .iter()
+            .map(|c| (c.device.as_str(), &c.memory))
+    }
 }
 
 /// The result of a step.
@@ -312,11 +333,15 @@ impl Session {
     ) -> Result<Session> {
         let id = runtime.next_session_id();
         let default_container: Arc<str> = Arc::from(format!("__session_{id}"));
-        let worker = Arc::new(LocalWorker::new(
+        let mut worker = LocalWorker::new(
             runtime,
             Arc::clone(&default_container),
             options.max_allocation_bytes,
-        ));
+        );
+        if !options.buffer_forwarding {
+            worker = worker.without_buffer_forwarding();
+        }
+        let worker = Arc::new(worker);
         let devices = runtime.devices().iter().map(|d| d.name.clone()).collect();
         Session::with_worker(runtime, graph, options, devices, worker, default_container)
     }
@@ -387,6 +412,20 @@ impl Session {
             Kind::Local(s) => &s.default_container,
             Kind::Remote(_) => "",
         }
+    }
+
+    /// The tensor memory of each device of the session's runtime now (TensorFlow's
+    /// `AllocatorStats`, `tf.config.experimental.get_memory_info`): bytes in use,
+    /// their peak, the largest allocation and the allocation count, over every
+    /// session of the runtime. `Unimplemented` for a session whose master is in
+    /// another process.
+    pub fn memory_stats(&self) -> Result<Vec<(String, AllocatorStats)>> {
+        let s = self.local("memory_stats")?;
+        Ok(s.runtime
+            .devices()
+            .iter()
+            .map(|d| (d.name.to_string(), d.ctx.memory.stats()))
+            .collect())
     }
 
     /// The full names of every device the session can place on (a cluster

@@ -189,6 +189,12 @@ pub struct SessionOptions {
     /// whitepaper's §5.5): half the bytes, about three significant digits. Off
     /// by default; feeds and fetches are never compressed.
     pub enable_bfloat16_sendrecv: bool,
+    /// Let element-wise kernels write their output into an input buffer that
+    /// nothing else holds (TensorFlow's `forward_input_or_allocate_output`; a
+    /// buffer another consumer, a fetch or a variable still reads is never
+    /// written). On by default, as in TensorFlow, which has no switch for it:
+    /// turning it off only measures what it saves.
+    pub buffer_forwarding: bool,
 }
 
 impl Default for SessionOptions {
@@ -203,6 +209,7 @@ impl Default for SessionOptions {
             optimizer: OptimizerOptions::default(),
             rewrite_options: RewriterConfig::default(),
             enable_bfloat16_sendrecv: false,
+            buffer_forwarding: true,
         }
     }
 }
@@ -227,6 +234,8 @@ impl SessionOptions {
         with_rewrite_options => rewrite_options: RewriterConfig;
         /// Sets [`enable_bfloat16_sendrecv`](Self::enable_bfloat16_sendrecv).
         with_enable_bfloat16_sendrecv => enable_bfloat16_sendrecv: bool;
+        /// Sets [`buffer_forwarding`](Self::buffer_forwarding).
+        with_buffer_forwarding => buffer_forwarding: bool;
     }
 }
 

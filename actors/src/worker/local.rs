@@ -163,6 +163,16 @@ impl LocalWorker {
         }
     }
 
+    /// The same worker whose kernels never write an output into an input's buffer
+    /// (to measure what buffer forwarding saves; see
+    /// [`DeviceContext::forward_buffers`]).
+    pub fn without_buffer_forwarding(mut self) -> LocalWorker {
+        for d in &mut self.devices {
+            *d = Arc::new(d.view_without_forwarding());
+        }
+        self
+    }
+
     /// The same worker taking each step's table from `tables`, where a peer's
     /// receive may have created it first (a worker of a cluster).
     pub fn with_step_tables(mut self, tables: Arc<dyn StepTables>) -> LocalWorker {

@@ -16,6 +16,8 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 use bytes::Bytes;
 
+use super::memory::Charged;
+
 /// Alignment of every buffer, in bytes.
 pub const BUFFER_ALIGNMENT: usize = 64;
 
@@ -138,10 +140,28 @@ fn chunks_for(len: usize) -> usize {
     len.div_ceil(BUFFER_ALIGNMENT)
 }
 
+/// One allocation: its chunks and the memory counters it is charged to
+/// (released when the last buffer handle drops it).
+struct Block {
+    chunks: Box<[Chunk]>,
+    _charged: Option<Charged>,
+}
+
+impl Block {
+    /// `chunks` holding `len` bytes, charged to the thread's open scope.
+    #[inline]
+    fn new(chunks: Box<[Chunk]>, len: usize) -> Arc<Block> {
+        Arc::new(Block {
+            chunks,
+            _charged: Charged::current(len),
+        })
+    }
+}
+
 /// A shared, zero-initialised, 64-byte-aligned byte buffer; see the module docs.
 #[derive(Clone)]
 pub struct AlignedBuffer {
-    chunks: Arc<Box<[Chunk]>>,
+    block: Arc<Block>,
     len: usize,
 }
 
@@ -150,7 +170,7 @@ impl AlignedBuffer {
     pub fn try_zeroed(len: usize) -> Result<AlignedBuffer, AllocError> {
         let chunks = zeroed_chunks(chunks_for(len))?;
         Ok(AlignedBuffer {
-            chunks: Arc::new(chunks),
+            block: Block::new(chunks, len),
             len,
         })
     }
@@ -160,7 +180,7 @@ impl AlignedBuffer {
         let mut chunks = zeroed_chunks(chunks_for(bytes.len()))?;
         bytemuck::cast_slice_mut::<Chunk, u8>(&mut chunks)[..bytes.len()].copy_from_slice(bytes);
         Ok(AlignedBuffer {
-            chunks: Arc::new(chunks),
+            block: Block::new(chunks, bytes.len()),
             len: bytes.len(),
         })
     }
@@ -168,20 +188,20 @@ impl AlignedBuffer {
     /// The bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice::<Chunk, u8>(&self.chunks)[..self.len]
+        &bytemuck::cast_slice::<Chunk, u8>(&self.block.chunks)[..self.len]
     }
 
     /// The bytes, mutably: in place when unshared, else after copying them into a
     /// fresh buffer (which may fail).
     #[inline]
     pub fn make_mut(&mut self) -> Result<&mut [u8], AllocError> {
-        if Arc::get_mut(&mut self.chunks).is_none() {
-            let mut fresh = zeroed_chunks(self.chunks.len())?;
-            fresh.copy_from_slice(&self.chunks);
-            self.chunks = Arc::new(fresh);
+        if Arc::get_mut(&mut self.block).is_none() {
+            let mut fresh = zeroed_chunks(self.block.chunks.len())?;
+            fresh.copy_from_slice(&self.block.chunks);
+            self.block = Block::new(fresh, self.len);
         }
-        match Arc::get_mut(&mut self.chunks) {
-            Some(c) => Ok(&mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..self.len]),
+        match Arc::get_mut(&mut self.block) {
+            Some(b) => Ok(&mut bytemuck::cast_slice_mut::<Chunk, u8>(&mut b.chunks)[..self.len]),
             // A fresh copy is unshared.
             None => Ok(&mut []),
         }
@@ -189,12 +209,12 @@ impl AlignedBuffer {
 
     /// True when no other handle shares the bytes.
     pub fn is_unique(&mut self) -> bool {
-        Arc::get_mut(&mut self.chunks).is_some()
+        Arc::get_mut(&mut self.block).is_some()
     }
 
     /// True when both view the same allocation.
     pub fn ptr_eq(&self, other: &AlignedBuffer) -> bool {
-        Arc::ptr_eq(&self.chunks, &other.chunks)
+        Arc::ptr_eq(&self.block, &other.block)
     }
 
     /// The length in bytes.
@@ -295,7 +315,7 @@ impl AlignedBufferBuilder {
             self.chunks.push(self.tail);
         }
         Some(AlignedBuffer {
-            chunks: Arc::new(self.chunks.into_boxed_slice()),
+            block: Block::new(self.chunks.into_boxed_slice(), self.len),
             len: self.len,
         })
     }

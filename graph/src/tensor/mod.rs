@@ -21,6 +21,7 @@
 pub mod buffer;
 pub mod element;
 mod fmt;
+pub mod memory;
 mod serde_impl;
 
 use std::sync::Arc;
