@@ -444,6 +444,66 @@ fn step_memory(
     }))
 }
 
+/// A `/proc/self/status` figure in bytes (`VmRSS`, `VmHWM`), `None` off Linux.
+fn proc_status_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// What a compile figure reports.
+#[derive(Clone, Copy)]
+enum CompileFigure {
+    /// Microseconds of `Session::new` + the first run, per node.
+    Micros,
+    /// The process's peak resident bytes during them, above its resident bytes
+    /// before, per node.
+    Bytes,
+}
+
+/// A chain of `n` scalar `AddV2` nodes (`y = y + one`, one shared constant)
+/// built in-process, then compiled and run once by a fresh session: the cost of
+/// step compilation (import, prune, place, partition, plan) per node. Memory is
+/// the peak RSS (`VmHWM`, reset through `/proc/self/clear_refs`) over the RSS
+/// before `Session::new` in the process's first compile (the warm-up; later
+/// compiles reuse the heap it grew); `NaN` where `/proc` cannot be read or reset.
+fn compile_chain(n: usize, what: CompileFigure) -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::scalar())?;
+    let one = ops::scalar(&s, 1.0f32)?;
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = ops::add(&s, &y, &one)?;
+    }
+    let def = s.graph_def();
+    drop(s);
+    let (xn, yn) = (x.name(), y.name());
+    // The first compile's memory: later ones reuse the heap the first grew.
+    let mut first_bytes: Option<f64> = None;
+    Ok(Box::new(move || {
+        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let before = proc_status_bytes("VmRSS");
+        let t = std::time::Instant::now();
+        let sess = Session::new(&def, SessionOptions::default())?;
+        let out = sess.run(&[(&xn, Tensor::scalar(0.0f32))], &[&yn], &[])?;
+        let elapsed = t.elapsed();
+        let peak = proc_status_bytes("VmHWM");
+        if out[0].scalar_value::<f32>()? != n as f32 {
+            return Err(Status::internal("the chain computed a wrong sum"));
+        }
+        drop(sess);
+        let bytes = match (before, peak) {
+            (Some(b), Some(p)) if reset => p.saturating_sub(b) as f64 / n as f64,
+            _ => f64::NAN,
+        };
+        Ok(match what {
+            CompileFigure::Micros => elapsed.as_secs_f64() * 1e6 / n as f64,
+            CompileFigure::Bytes => *first_bytes.get_or_insert(bytes),
+        })
+    }))
+}
+
 /// Global steps a `dist_mlp_sync_step_us` repetition times.
 const SYNC_STEPS: u64 = 100;
 
@@ -660,6 +720,42 @@ pub fn all() -> Vec<Workload> {
             description: "mlp_step_us's step again, to compare with TensorFlow's step under \
                 its default graph optimizations (grappler on: remapper fusions, folding)",
             setup: mlp_step,
+        },
+        Workload {
+            name: "compile_us_per_node_10k",
+            unit: "µs/node",
+            description: "Session::new + first run of a chain of 10 000 scalar AddV2, per node",
+            setup: || compile_chain(10_000, CompileFigure::Micros),
+        },
+        Workload {
+            name: "compile_bytes_per_node_10k",
+            unit: "B/node",
+            description: "peak RSS growth during compile_us_per_node_10k, per node",
+            setup: || compile_chain(10_000, CompileFigure::Bytes),
+        },
+        Workload {
+            name: "compile_us_per_node_100k",
+            unit: "µs/node",
+            description: "Session::new + first run of a chain of 100 000 scalar AddV2, per node",
+            setup: || compile_chain(100_000, CompileFigure::Micros),
+        },
+        Workload {
+            name: "compile_bytes_per_node_100k",
+            unit: "B/node",
+            description: "peak RSS growth during compile_us_per_node_100k, per node",
+            setup: || compile_chain(100_000, CompileFigure::Bytes),
+        },
+        Workload {
+            name: "compile_us_per_node_1m",
+            unit: "µs/node",
+            description: "Session::new + first run of a chain of 1 000 000 scalar AddV2, per node",
+            setup: || compile_chain(1_000_000, CompileFigure::Micros),
+        },
+        Workload {
+            name: "compile_bytes_per_node_1m",
+            unit: "B/node",
+            description: "peak RSS growth during compile_us_per_node_1m, per node",
+            setup: || compile_chain(1_000_000, CompileFigure::Bytes),
         },
         Workload {
             name: "mlp_peak_bytes",
