@@ -109,19 +109,19 @@ pub trait BilinearGradElem: FloatType + Send + Sync {
 }
 
 macro_rules! grad_elem {
-    ($($t:ty => $acc:ty, $to:expr, $from:expr);*) => {$(
+    ($($t:ty => $acc:ty, $v:ident => $to:expr, $a:ident => $from:expr);*) => {$(
         impl BilinearGradElem for $t {
             type Acc = $acc;
-            fn acc(v: f32) -> $acc { $to(v) }
-            fn from_acc(a: $acc) -> $t { $from(a) }
+            fn acc($v: f32) -> $acc { $to }
+            fn from_acc($a: $acc) -> $t { $from }
         }
     )*};
 }
 grad_elem!(
-    f32 => f32, |v| v, |a| a;
-    f64 => f64, f64::from, |a| a;
-    graph::f16 => f32, |v| v, graph::f16::from_f32;
-    graph::bf16 => f32, |v| v, graph::bf16::from_f32
+    f32 => f32, v => v, a => a;
+    f64 => f64, v => f64::from(v), a => a;
+    graph::f16 => f32, v => v, a => graph::f16::from_f32(a);
+    graph::bf16 => f32, v => v, a => graph::bf16::from_f32(a)
 );
 
 /// Marks the [`ResizeKernel`] of `ResizeBilinearGrad`: the gradient with respect
