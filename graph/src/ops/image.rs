@@ -208,9 +208,7 @@ mod tests {
     use super::*;
     use crate::{ops, Code, DType, Tensor};
 
-    fn ph(s: &Scope, dtype: DType, dims: &[Option<usize>]) -> Output {
-        ops::placeholder(s, dtype, Shape::from_dims(dims)).unwrap()
-    }
+    use crate::ops::testing::placeholder_of as ph;
 
     #[test]
     fn resize_shapes_and_types() {

@@ -94,6 +94,18 @@ pub fn register_all_ops(r: &OpRegistry) {
     training::register_all_ops(r);
 }
 
+/// Helpers the ops' unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::builder::{Output, Scope};
+    use crate::{DType, Shape};
+
+    /// A placeholder of `dtype` and the partial shape `dims`.
+    pub(crate) fn placeholder_of(s: &Scope, dtype: DType, dims: &[Option<usize>]) -> Output {
+        super::placeholder(s, dtype, Shape::from_dims(dims)).expect("a valid placeholder")
+    }
+}
+
 /// The dtypes TensorFlow's arithmetic ops accept, as a spec string.
 pub(crate) const NUMERIC_TYPES: &str =
     "{bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64}";

@@ -270,6 +270,34 @@ fn depth_to_space_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     depth_shape(c, false)
 }
 
+/// An `ND` op of `input`, a block shape and `[M, 2]` paddings or crops.
+fn nd(
+    s: &Scope,
+    op: &str,
+    input: &Output,
+    block_shape: &Output,
+    amounts: &Output,
+) -> Result<Output> {
+    s.op(op)
+        .input(input)
+        .input(block_shape)
+        .input(amounts)
+        .build1()
+}
+
+/// An `ND` op by a constant block shape and paddings or crops.
+fn nd_by(
+    s: &Scope,
+    op: &str,
+    input: &Output,
+    block_shape: &[i64],
+    amounts: &[[i64; 2]],
+) -> Result<Output> {
+    let b = index_vector(s, block_shape)?;
+    let a = paddings_const(s, amounts)?;
+    nd(s, op, input, &b, &a)
+}
+
 /// `SpaceToBatchND`: the `M` spatial dimensions after the batch of `input`, padded
 /// by the `[M, 2]` `paddings`, cut into blocks of `block_shape` whose positions
 /// move into the batch (block offset major: batch `offset * batch + b`).
@@ -279,11 +307,7 @@ pub fn space_to_batch_nd(
     block_shape: &Output,
     paddings: &Output,
 ) -> Result<Output> {
-    s.op("SpaceToBatchND")
-        .input(input)
-        .input(block_shape)
-        .input(paddings)
-        .build1()
+    nd(s, "SpaceToBatchND", input, block_shape, paddings)
 }
 
 /// [`space_to_batch_nd`] by a constant block shape and paddings.
@@ -293,9 +317,7 @@ pub fn space_to_batch_nd_by(
     block_shape: &[i64],
     paddings: &[[i64; 2]],
 ) -> Result<Output> {
-    let b = index_vector(s, block_shape)?;
-    let p = paddings_const(s, paddings)?;
-    space_to_batch_nd(s, input, &b, &p)
+    nd_by(s, "SpaceToBatchND", input, block_shape, paddings)
 }
 
 /// `BatchToSpaceND`: the inverse of [`space_to_batch_nd`], cropping the `[M, 2]`
@@ -306,11 +328,7 @@ pub fn batch_to_space_nd(
     block_shape: &Output,
     crops: &Output,
 ) -> Result<Output> {
-    s.op("BatchToSpaceND")
-        .input(input)
-        .input(block_shape)
-        .input(crops)
-        .build1()
+    nd(s, "BatchToSpaceND", input, block_shape, crops)
 }
 
 /// [`batch_to_space_nd`] by a constant block shape and crops.
@@ -320,9 +338,22 @@ pub fn batch_to_space_nd_by(
     block_shape: &[i64],
     crops: &[[i64; 2]],
 ) -> Result<Output> {
-    let b = index_vector(s, block_shape)?;
-    let c = paddings_const(s, crops)?;
-    batch_to_space_nd(s, input, &b, &c)
+    nd_by(s, "BatchToSpaceND", input, block_shape, crops)
+}
+
+/// A 4-D op of `input` and `[2, 2]` paddings or crops by square blocks.
+fn four_d_op(
+    s: &Scope,
+    op: &str,
+    input: &Output,
+    amounts: &Output,
+    block_size: i64,
+) -> Result<Output> {
+    s.op(op)
+        .input(input)
+        .input(amounts)
+        .attr("block_size", block_size)
+        .build1()
 }
 
 /// `SpaceToBatch`: [`space_to_batch_nd`] of a 4-D `input` by square blocks of
@@ -333,11 +364,7 @@ pub fn space_to_batch(
     paddings: &Output,
     block_size: i64,
 ) -> Result<Output> {
-    s.op("SpaceToBatch")
-        .input(input)
-        .input(paddings)
-        .attr("block_size", block_size)
-        .build1()
+    four_d_op(s, "SpaceToBatch", input, paddings, block_size)
 }
 
 /// `BatchToSpace`: [`batch_to_space_nd`] of a 4-D `input` by square blocks of
@@ -348,10 +375,21 @@ pub fn batch_to_space(
     crops: &Output,
     block_size: i64,
 ) -> Result<Output> {
-    s.op("BatchToSpace")
+    four_d_op(s, "BatchToSpace", input, crops, block_size)
+}
+
+/// A depth op of `input`.
+fn depth_op(
+    s: &Scope,
+    op: &str,
+    input: &Output,
+    block_size: i64,
+    data_format: &str,
+) -> Result<Output> {
+    s.op(op)
         .input(input)
-        .input(crops)
         .attr("block_size", block_size)
+        .attr("data_format", data_format)
         .build1()
 }
 
@@ -365,11 +403,7 @@ pub fn space_to_depth(
     block_size: i64,
     data_format: &str,
 ) -> Result<Output> {
-    s.op("SpaceToDepth")
-        .input(input)
-        .attr("block_size", block_size)
-        .attr("data_format", data_format)
-        .build1()
+    depth_op(s, "SpaceToDepth", input, block_size, data_format)
 }
 
 /// `DepthToSpace` (`tf.nn.depth_to_space`): the inverse of [`space_to_depth`].
@@ -379,11 +413,7 @@ pub fn depth_to_space(
     block_size: i64,
     data_format: &str,
 ) -> Result<Output> {
-    s.op("DepthToSpace")
-        .input(input)
-        .attr("block_size", block_size)
-        .attr("data_format", data_format)
-        .build1()
+    depth_op(s, "DepthToSpace", input, block_size, data_format)
 }
 
 #[cfg(test)]
@@ -392,7 +422,7 @@ mod tests {
     use crate::{ops, Code, DType, Tensor};
 
     fn ph(s: &Scope, dims: &[Option<usize>]) -> Output {
-        ops::placeholder(s, DType::F32, Shape::from_dims(dims)).unwrap()
+        ops::testing::placeholder_of(s, DType::F32, dims)
     }
 
     #[test]
