@@ -173,28 +173,26 @@ fn space_batch_shape(
     Ok(Shape::from_dims(&out))
 }
 
-fn space_to_batch_nd_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+/// The ND forms: block shape and paddings (or crops) from inputs 1 and 2.
+fn nd_shape(c: &mut InferenceContext<'_>, dir: Direction) -> Result<()> {
+    let (block, amounts) = (c.input_tensor(1), c.input_tensor(2));
     let s = space_batch_shape(
-        Direction::SpaceToBatch,
+        dir,
         &c.input(0),
         &c.input(1),
-        const_ints(c.input_tensor(1)),
+        const_ints(block),
         &c.input(2),
-        const_ints(c.input_tensor(2)),
+        const_ints(amounts),
     )?;
     c.set_output(0, s)
 }
 
+fn space_to_batch_nd_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+    nd_shape(c, Direction::SpaceToBatch)
+}
+
 fn batch_to_space_nd_shape(c: &mut InferenceContext<'_>) -> Result<()> {
-    let s = space_batch_shape(
-        Direction::BatchToSpace,
-        &c.input(0),
-        &c.input(1),
-        const_ints(c.input_tensor(1)),
-        &c.input(2),
-        const_ints(c.input_tensor(2)),
-    )?;
-    c.set_output(0, s)
+    nd_shape(c, Direction::BatchToSpace)
 }
 
 /// The 4-D forms: a rank-4 input and the block `[block_size, block_size]`.
@@ -298,122 +296,67 @@ fn nd_by(
     nd(s, op, input, &b, &a)
 }
 
-/// `SpaceToBatchND`: the `M` spatial dimensions after the batch of `input`, padded
-/// by the `[M, 2]` `paddings`, cut into blocks of `block_shape` whose positions
-/// move into the batch (block offset major: batch `offset * batch + b`).
-pub fn space_to_batch_nd(
-    s: &Scope,
-    input: &Output,
-    block_shape: &Output,
-    paddings: &Output,
-) -> Result<Output> {
-    nd(s, "SpaceToBatchND", input, block_shape, paddings)
+/// `SpaceToBatchND`: the `M` spatial dimensions after the batch of `x`, padded by
+/// the `[M, 2]` `pads`, cut into blocks of `block` whose positions move into the
+/// batch (block offset major: batch `offset * batch + b`).
+pub fn space_to_batch_nd(s: &Scope, x: &Output, block: &Output, pads: &Output) -> Result<Output> {
+    nd(s, "SpaceToBatchND", x, block, pads)
 }
 
-/// [`space_to_batch_nd`] by a constant block shape and paddings.
-pub fn space_to_batch_nd_by(
-    s: &Scope,
-    input: &Output,
-    block_shape: &[i64],
-    paddings: &[[i64; 2]],
-) -> Result<Output> {
-    nd_by(s, "SpaceToBatchND", input, block_shape, paddings)
+/// [`space_to_batch_nd`] by the constant block shape `b` and paddings `p`.
+pub fn space_to_batch_nd_by(s: &Scope, x: &Output, b: &[i64], p: &[[i64; 2]]) -> Result<Output> {
+    nd_by(s, "SpaceToBatchND", x, b, p)
 }
 
 /// `BatchToSpaceND`: the inverse of [`space_to_batch_nd`], cropping the `[M, 2]`
 /// `crops` off the reassembled spatial dimensions.
-pub fn batch_to_space_nd(
-    s: &Scope,
-    input: &Output,
-    block_shape: &Output,
-    crops: &Output,
-) -> Result<Output> {
-    nd(s, "BatchToSpaceND", input, block_shape, crops)
+pub fn batch_to_space_nd(s: &Scope, x: &Output, block: &Output, crops: &Output) -> Result<Output> {
+    nd(s, "BatchToSpaceND", x, block, crops)
 }
 
-/// [`batch_to_space_nd`] by a constant block shape and crops.
-pub fn batch_to_space_nd_by(
-    s: &Scope,
-    input: &Output,
-    block_shape: &[i64],
-    crops: &[[i64; 2]],
-) -> Result<Output> {
-    nd_by(s, "BatchToSpaceND", input, block_shape, crops)
+/// [`batch_to_space_nd`] by the constant block shape `b` and crops `c`.
+pub fn batch_to_space_nd_by(s: &Scope, x: &Output, b: &[i64], c: &[[i64; 2]]) -> Result<Output> {
+    nd_by(s, "BatchToSpaceND", x, b, c)
 }
 
-/// A 4-D op of `input` and `[2, 2]` paddings or crops by square blocks.
-fn four_d_op(
-    s: &Scope,
-    op: &str,
-    input: &Output,
-    amounts: &Output,
-    block_size: i64,
-) -> Result<Output> {
+/// A 4-D op of `x` and `[2, 2]` paddings or crops by square blocks of `b`.
+fn four_d_op(s: &Scope, op: &str, x: &Output, amounts: &Output, b: i64) -> Result<Output> {
     s.op(op)
-        .input(input)
+        .input(x)
         .input(amounts)
-        .attr("block_size", block_size)
+        .attr("block_size", b)
         .build1()
 }
 
-/// `SpaceToBatch`: [`space_to_batch_nd`] of a 4-D `input` by square blocks of
-/// `block_size` (at least 2) and `[2, 2]` `paddings`.
-pub fn space_to_batch(
-    s: &Scope,
-    input: &Output,
-    paddings: &Output,
-    block_size: i64,
-) -> Result<Output> {
-    four_d_op(s, "SpaceToBatch", input, paddings, block_size)
+/// `SpaceToBatch`: [`space_to_batch_nd`] of a 4-D `x` by square blocks of
+/// `block_size` (at least 2) and `[2, 2]` paddings `pads`.
+pub fn space_to_batch(s: &Scope, x: &Output, pads: &Output, block_size: i64) -> Result<Output> {
+    four_d_op(s, "SpaceToBatch", x, pads, block_size)
 }
 
-/// `BatchToSpace`: [`batch_to_space_nd`] of a 4-D `input` by square blocks of
+/// `BatchToSpace`: [`batch_to_space_nd`] of a 4-D `x` by square blocks of
 /// `block_size` and `[2, 2]` `crops`.
-pub fn batch_to_space(
-    s: &Scope,
-    input: &Output,
-    crops: &Output,
-    block_size: i64,
-) -> Result<Output> {
-    four_d_op(s, "BatchToSpace", input, crops, block_size)
+pub fn batch_to_space(s: &Scope, x: &Output, crops: &Output, block_size: i64) -> Result<Output> {
+    four_d_op(s, "BatchToSpace", x, crops, block_size)
 }
 
-/// A depth op of `input`.
-fn depth_op(
-    s: &Scope,
-    op: &str,
-    input: &Output,
-    block_size: i64,
-    data_format: &str,
-) -> Result<Output> {
-    s.op(op)
-        .input(input)
-        .attr("block_size", block_size)
-        .attr("data_format", data_format)
-        .build1()
+/// A depth op of `x` by blocks of `b` in `format`.
+fn depth_op(s: &Scope, op: &str, x: &Output, b: i64, format: &str) -> Result<Output> {
+    let op = s.op(op).input(x).attr("block_size", b);
+    op.attr("data_format", format).build1()
 }
 
 /// `SpaceToDepth` (`tf.nn.space_to_depth`): each `block_size` × `block_size`
 /// block of pixels becomes one pixel with `block_size²` times the depth (the
-/// block's rows, then its columns, then the input depth). TensorFlow's CPU kernel
-/// takes `NHWC` only.
-pub fn space_to_depth(
-    s: &Scope,
-    input: &Output,
-    block_size: i64,
-    data_format: &str,
-) -> Result<Output> {
-    depth_op(s, "SpaceToDepth", input, block_size, data_format)
+/// block's rows, then its columns, then the input depth), in data format
+/// `format`. TensorFlow's CPU kernel takes `NHWC` only.
+pub fn space_to_depth(s: &Scope, x: &Output, block_size: i64, format: &str) -> Result<Output> {
+    depth_op(s, "SpaceToDepth", x, block_size, format)
 }
 
 /// `DepthToSpace` (`tf.nn.depth_to_space`): the inverse of [`space_to_depth`].
-pub fn depth_to_space(
-    s: &Scope,
-    input: &Output,
-    block_size: i64,
-    data_format: &str,
-) -> Result<Output> {
-    depth_op(s, "DepthToSpace", input, block_size, data_format)
+pub fn depth_to_space(s: &Scope, x: &Output, block_size: i64, format: &str) -> Result<Output> {
+    depth_op(s, "DepthToSpace", x, block_size, format)
 }
 
 #[cfg(test)]
