@@ -94,6 +94,13 @@ pub fn register_all_ops(r: &OpRegistry) {
     training::register_all_ops(r);
 }
 
+/// The dtypes TensorFlow's arithmetic ops accept, as a spec string.
+pub(crate) const NUMERIC_TYPES: &str =
+    "{bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64}";
+
+/// Real floating-point dtypes.
+pub(crate) const FLOAT_TYPES: &str = "{bfloat16, half, float, double}";
+
 /// Helpers the ops' unit tests share.
 #[cfg(test)]
 pub(crate) mod testing {
@@ -105,10 +112,3 @@ pub(crate) mod testing {
         super::placeholder(s, dtype, Shape::from_dims(dims)).expect("a valid placeholder")
     }
 }
-
-/// The dtypes TensorFlow's arithmetic ops accept, as a spec string.
-pub(crate) const NUMERIC_TYPES: &str =
-    "{bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64}";
-
-/// Real floating-point dtypes.
-pub(crate) const FLOAT_TYPES: &str = "{bfloat16, half, float, double}";

@@ -1,10 +1,9 @@
 //! CPU kernels of the image ops (TensorFlow's `core/kernels/image/`), `NHWC`.
 //!
-//! - [`resizer_state`]: the checks, scales and sampling the resize kernels share
+//! - [`resizer_state`] — the checks, scales and sampling the resize kernels share
 //!   (TensorFlow's `image_resizer_state.h`).
-//! - [`resize_bilinear`]: `ResizeBilinear`, `ResizeBilinearGrad`.
-//! - [`resize_nearest_neighbor`]: `ResizeNearestNeighbor`,
-//!   `ResizeNearestNeighborGrad`.
+//! - [`resize_bilinear`] — `ResizeBilinear` and `ResizeBilinearGrad`.
+//! - [`resize_nearest_neighbor`] — `ResizeNearestNeighbor` and its gradient.
 
 pub mod resize_bilinear;
 pub mod resize_nearest_neighbor;
