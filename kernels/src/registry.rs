@@ -1,5 +1,6 @@
-//! [`KernelRegistry`]: kernels by (op, device type, type constraints), as
-//! TensorFlow's `REGISTER_KERNEL_BUILDER(Name(op).Device(d).TypeConstraint<T>("T"))`.
+//! [`KernelRegistry`]: kernels by (op, device type, type and attribute
+//! constraints), as TensorFlow's
+//! `REGISTER_KERNEL_BUILDER(Name(op).Device(d).TypeConstraint<T>("T").AttrConstraint(…))`.
 //! The placer asks it which device types can run a node; partition build asks it to
 //! instantiate each node's kernel.
 
@@ -25,6 +26,8 @@ pub struct KernelDef {
     pub device_type: &'static str,
     /// Type attributes and the dtypes this kernel accepts for them.
     pub constraints: Vec<(&'static str, Vec<DType>)>,
+    /// String attributes and the one value this kernel accepts for each.
+    pub attr_constraints: Vec<(&'static str, &'static str)>,
     /// Builds the kernel.
     pub factory: KernelFactory,
 }
@@ -36,6 +39,7 @@ impl KernelDef {
             op,
             device_type: DEVICE_CPU,
             constraints: vec![],
+            attr_constraints: vec![],
             factory,
         }
     }
@@ -46,14 +50,27 @@ impl KernelDef {
         self
     }
 
+    /// Restricts the string attribute `attr` to `value` (TensorFlow's
+    /// `AttrConstraint`, e.g. a CPU kernel for `data_format = "NHWC"` only): a node
+    /// with another value finds no kernel here.
+    pub fn attr_constraint(mut self, attr: &'static str, value: &'static str) -> KernelDef {
+        self.attr_constraints.push((attr, value));
+        self
+    }
+
     fn accepts(&self, node: &NodeDef) -> bool {
-        self.constraints
+        let types = self
+            .constraints
             .iter()
             .all(|(attr, allowed)| match node.attr.get(*attr) {
                 Some(AttrValue::Type(t)) => allowed.contains(t),
                 Some(AttrValue::List(l)) => l.type_.iter().all(|t| allowed.contains(t)),
                 _ => false,
-            })
+            });
+        types
+            && self.attr_constraints.iter().all(
+                |(attr, want)| matches!(node.attr.get(*attr), Some(AttrValue::S(v)) if v == want),
+            )
     }
 }
 

@@ -5,8 +5,11 @@
 //! the padding off, and the shape-valued ops are not differentiable.
 //!
 //! - `index`: Slice, StridedSlice, StridedSliceGrad, Gather, GatherV2.
+//! - `space`: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace,
+//!   SpaceToDepth, DepthToSpace.
 
 mod index;
+mod space;
 
 use crate::builder::Output;
 use crate::gradients::math_grad::reduction::sum_all;
@@ -227,6 +230,7 @@ fn identity_n_grad(c: &GradContext<'_>) -> Grads {
 /// Registers the array gradients.
 pub fn register_all_gradients(r: &GradientRegistry) {
     index::register(r);
+    space::register(r);
     for op in ["Reshape", "ExpandDims", "Squeeze"] {
         r.register(op, reshape_like_input);
     }

@@ -7,9 +7,8 @@
 //! - [`registry`] — gradient functions by op name (TensorFlow's
 //!   `REGISTER_GRADIENT` / `NotDifferentiable`).
 //! - [`math_grad`], [`nn_grad`], [`conv_grad`], [`pooling_grad`], [`array_grad`],
-//!   [`control_flow_grad`], [`state_grad`]: the gradient functions, one file per
-//!   family (TensorFlow's
-//!   `math_grad.py`, …).
+//!   [`image_grad`], [`control_flow_grad`], [`state_grad`]: the gradient functions,
+//!   one file per family (TensorFlow's `math_grad.py`, …).
 //!
 //! Gradients of ops inside a cond branch or loop body are built in that context, so
 //! they run (or are dead) with the branch.
@@ -17,6 +16,7 @@
 pub mod array_grad;
 pub mod control_flow_grad;
 pub mod conv_grad;
+pub mod image_grad;
 pub mod math_grad;
 pub mod nn_grad;
 pub mod pooling_grad;
@@ -29,6 +29,7 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     array_grad::register_all_gradients(r);
     control_flow_grad::register_all_gradients(r);
     conv_grad::register_all_gradients(r);
+    image_grad::register_all_gradients(r);
     math_grad::register_all_gradients(r);
     nn_grad::register_all_gradients(r);
     pooling_grad::register_all_gradients(r);

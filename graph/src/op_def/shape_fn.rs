@@ -208,6 +208,55 @@ pub(crate) fn merge_dim(a: Option<usize>, b: Option<usize>) -> Result<Option<usi
     }
 }
 
+/// `d` when it is unknown or equals `value`, else `InvalidArgument` as TensorFlow's
+/// `WithValue`.
+pub(crate) fn with_value(d: Option<usize>, value: usize) -> Result<Option<usize>> {
+    match d {
+        Some(x) if x != value => Err(Status::invalid_argument(format!(
+            "Dimension must be {value} but is {x}"
+        ))),
+        _ => Ok(Some(value)),
+    }
+}
+
+/// `d / divisor` (unknown stays unknown), `InvalidArgument` when `divisor` is not
+/// positive or, with `evenly`, does not divide `d`, as TensorFlow's `Divide`.
+pub(crate) fn divide_dim(d: Option<usize>, divisor: i64, evenly: bool) -> Result<Option<usize>> {
+    if divisor == 1 {
+        return Ok(d);
+    }
+    let Some(x) = d else { return Ok(None) };
+    if divisor <= 0 {
+        return Err(Status::invalid_argument(format!(
+            "Divisor must be positive but is {divisor}"
+        )));
+    }
+    let divisor = divisor as usize;
+    if evenly && x % divisor != 0 {
+        return Err(Status::invalid_argument(format!(
+            "Dimension size must be evenly divisible by {divisor} but is {x}"
+        )));
+    }
+    Ok(Some(x / divisor))
+}
+
+/// `d * factor` (unknown stays unknown; a factor of 0 gives 0), `InvalidArgument`
+/// for a negative factor, as TensorFlow's `Multiply`.
+pub(crate) fn multiply_dim(d: Option<usize>, factor: i64) -> Result<Option<usize>> {
+    let f = usize::try_from(factor).map_err(|_| {
+        Status::invalid_argument(format!(
+            "Negative dimension size caused by multiplying by {factor}"
+        ))
+    })?;
+    Ok(match (d, f) {
+        (_, 0) => Some(0),
+        (Some(x), f) => Some(x.checked_mul(f).ok_or_else(|| {
+            Status::invalid_argument(format!("Dimension size overflows: {x} * {f}"))
+        })?),
+        (None, _) => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

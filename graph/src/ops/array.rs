@@ -14,6 +14,8 @@
 //!   OneHot, Where.
 //! - [`diag_ops`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3.
 //! - [`set_ops`] — ListDiff.
+//! - [`space_ops`]: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace,
+//!   SpaceToDepth, DepthToSpace.
 //! - [`strided_slice_spec`]: TensorFlow's `ValidateStridedSliceOp`, shared by the
 //!   StridedSlice shape function and the CPU kernels.
 
@@ -23,12 +25,14 @@ pub mod layout_ops;
 pub mod pad_ops;
 pub mod set_ops;
 pub mod shape_ops;
+pub mod space_ops;
 pub mod strided_slice_spec;
 
 pub use index_ops::*;
 pub use layout_ops::*;
 pub use pad_ops::*;
 pub use shape_ops::*;
+pub use space_ops::*;
 pub use strided_slice_spec::StridedSliceMasks;
 
 use crate::builder::{Output, Scope};
@@ -83,6 +87,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     index_ops::register_ops(r);
     diag_ops::register_ops(r);
     set_ops::register_ops(r);
+    space_ops::register_ops(r);
 }
 
 fn placeholder_with_default_shape(c: &mut InferenceContext<'_>) -> Result<()> {

@@ -36,10 +36,6 @@ use crate::ops::io::{QueueRunnerSpec, QUEUE_RUNNERS};
 use crate::ops::state::LOCAL_VARIABLES;
 use crate::{DType, Result, Shape, Status};
 
-/// TensorFlow's `DEFAULT_GRAPH_SEED`: the graph-level seed `get_seed` pairs with an
-/// op seed when the graph has none.
-const DEFAULT_GRAPH_SEED: i64 = 87_654_321;
-
 /// The options of [`batch`], with TensorFlow's defaults.
 #[derive(Clone, Debug)]
 pub struct BatchOptions {
@@ -83,9 +79,8 @@ impl Default for BatchOptions {
 pub struct ShuffleBatchOptions {
     /// Loops running the enqueue op.
     pub num_threads: usize,
-    /// The op seed (`None`: a fresh random seed per session). As in TensorFlow's
-    /// `get_seed` with no graph seed, the queue's `seed`/`seed2` are
-    /// (87654321, `seed`).
+    /// The op seed (`None`: a fresh random seed per session), turned into the
+    /// queue's `seed`/`seed2` by [`get_seed`](crate::ops::get_seed).
     pub seed: Option<i64>,
     /// Each input is a batch of elements along its first dimension.
     pub enqueue_many: bool,
@@ -205,11 +200,7 @@ pub fn shuffle_batch(
             "capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
         )));
     }
-    let (seed, seed2) = match o.seed {
-        None => (0, 0),
-        Some(0) => (DEFAULT_GRAPH_SEED, 0),
-        Some(op_seed) => (DEFAULT_GRAPH_SEED, op_seed),
-    };
+    let (seed, seed2) = crate::ops::random::get_seed(o.seed);
     build(
         s,
         Plan {
@@ -499,7 +490,10 @@ mod tests {
         let q = node(&s, b.queue.op().name());
         assert_eq!(q.op, "RandomShuffleQueueV2");
         assert_eq!(q.get_attr::<i64>("min_after_dequeue").unwrap(), 10);
-        assert_eq!(q.get_attr::<i64>("seed").unwrap(), DEFAULT_GRAPH_SEED);
+        assert_eq!(
+            q.get_attr::<i64>("seed").unwrap(),
+            crate::ops::DEFAULT_GRAPH_SEED
+        );
         assert_eq!(q.get_attr::<i64>("seed2").unwrap(), 5);
         let unseeded =
             shuffle_batch(&s, std::slice::from_ref(&x), 2, 20, 10, &Default::default()).unwrap();

@@ -357,20 +357,6 @@ fn limit_epochs(s: &Scope, tensor: &Output, num_epochs: u64) -> Result<Output> {
     crate::ops::identity(&ls.with_control_dependencies(&[counter.op()]), tensor)
 }
 
-/// TensorFlow's `DEFAULT_GRAPH_SEED`, which `get_seed` pairs with an op seed when
-/// the graph has none.
-const DEFAULT_GRAPH_SEED: i64 = 87_654_321;
-
-/// The `(seed, seed2)` attributes TensorFlow's `get_seed` gives an op seeded by
-/// `seed` in a graph without a graph-level seed: `(0, 0)` (a random seed) for none,
-/// else `(87654321, seed mod (2^31 - 1))`.
-fn op_seeds(seed: Option<i64>) -> (i64, i64) {
-    match seed {
-        None => (0, 0),
-        Some(s) => (DEFAULT_GRAPH_SEED, s.rem_euclid(i64::from(i32::MAX))),
-    }
-}
-
 /// `tf.train.string_input_producer`: a `FIFOQueueV2` (`input_producer/fifo_queue`)
 /// of string scalars holding at most `capacity`, fed by a `QueueEnqueueManyV2` of
 /// the whole list, so each run of the enqueue op adds one epoch.
@@ -415,7 +401,7 @@ pub fn string_input_producer(
         }
     };
     let names = if shuffle {
-        let (seed, seed2) = op_seeds(seed);
+        let (seed, seed2) = crate::ops::random::get_seed(seed);
         crate::ops::random_shuffle(&ps, &names, seed, seed2)?
     } else {
         names
@@ -547,16 +533,6 @@ mod tests {
         let shuffle = node(&g, "input_producer/RandomShuffle");
         assert_eq!(shuffle.get_attr::<i64>("seed").unwrap(), 0);
         assert_eq!(shuffle.get_attr::<i64>("seed2").unwrap(), 0);
-    }
-
-    #[test]
-    fn op_seeds_follow_get_seed() {
-        assert_eq!(op_seeds(None), (0, 0));
-        assert_eq!(op_seeds(Some(0)), (87_654_321, 0));
-        assert_eq!(op_seeds(Some(7)), (87_654_321, 7));
-        // _truncate_seed: Python's seed % (2**31 - 1)
-        assert_eq!(op_seeds(Some(2_147_483_648)), (87_654_321, 1));
-        assert_eq!(op_seeds(Some(-1)), (87_654_321, 2_147_483_646));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`pooling`] — max and average pooling and their gradients.
 //! - [`normalization`] — fused batch norm, local response normalization.
 //! - [`conv`] — Conv2D, DepthwiseConv2dNative and their gradients.
+//! - [`image`] — ResizeBilinear, ResizeNearestNeighbor and their gradients.
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
@@ -29,6 +30,7 @@ pub mod control_flow;
 pub mod conv;
 pub mod data_flow;
 pub mod function;
+pub mod image;
 pub mod input;
 pub mod io;
 pub mod linalg;
@@ -50,6 +52,7 @@ pub use checkpoint::*;
 pub use control_flow::*;
 pub use conv::*;
 pub use data_flow::*;
+pub use image::*;
 pub use input::*;
 pub use io::*;
 pub use linalg::*;
@@ -74,6 +77,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     conv::register_all_ops(r);
     data_flow::register_all_ops(r);
     function::register_all_ops(r);
+    image::register_all_ops(r);
     io::register_all_ops(r);
     linalg::register_all_ops(r);
     math::register_all_ops(r);
@@ -96,3 +100,15 @@ pub(crate) const NUMERIC_TYPES: &str =
 
 /// Real floating-point dtypes.
 pub(crate) const FLOAT_TYPES: &str = "{bfloat16, half, float, double}";
+
+/// Helpers the ops' unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::builder::{Output, Scope};
+    use crate::{DType, Shape};
+
+    /// A placeholder of `dtype` and the partial shape `dims`.
+    pub(crate) fn placeholder_of(s: &Scope, dtype: DType, dims: &[Option<usize>]) -> Output {
+        super::placeholder(s, dtype, Shape::from_dims(dims)).expect("a valid placeholder")
+    }
+}

@@ -2,13 +2,14 @@
 //! `Elu`, `Selu`, `Softplus`, `Softsign`, `LeakyRelu`) and their gradients,
 //! `Softmax`/`LogSoftmax`, the two softmax cross-entropy losses, `BiasAdd` (and
 //! `BiasAddV1`, `BiasAddGrad`) and `L2Loss`, with TensorFlow's attributes, type sets
-//! and shape functions, plus their builder functions.
+//! and shape functions, plus their builder functions and [`dropout`], which
+//! `tf.nn.dropout` builds from other ops.
 
 use crate::builder::{Output, Scope};
 use crate::op_def::shape_fn::{merge_dim, with_rank, with_rank_at_least};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
 use crate::ops::FLOAT_TYPES;
-use crate::{OpRegistry, Result, Shape, Status};
+use crate::{DType, OpRegistry, Result, Shape, Status};
 
 /// `realnumbertype` plus `qint8`, the type set of `Relu` (quantized types are not
 /// supported here and dropped by the spec parser).
@@ -364,6 +365,66 @@ pub fn bias_add_grad(s: &Scope, out_backprop: &Output, data_format: &str) -> Res
         .input(out_backprop)
         .attr("data_format", data_format)
         .build1()
+}
+
+/// `tf.nn.dropout` as TensorFlow 2.21 builds it in a graph (`nn_ops._dropout`;
+/// TF1's `tf.compat.v1.nn.dropout(x, keep_prob)` is `rate = 1 - keep_prob`):
+/// under the name scope `dropout`, `x * (1 / (1 - rate))`, a `RandomUniform` of
+/// `noise_shape` (default: `x`'s shape) seeded by `seed` as
+/// [`get_seed`](crate::ops::get_seed) seeds it, and a `SelectV2` keeping the
+/// scaled value where the uniform draw is at least `rate`, zero elsewhere. Each
+/// element survives with probability `1 - rate` and the expected output is `x`;
+/// with a seed the mask is TensorFlow's for that seed, and a new one each run.
+/// (TensorFlow 1.x built the same mask as `floor(keep_prob + uniform)`.)
+///
+/// `rate == 0` returns `x` itself; a rate outside `[0, 1)` or an `x` that is not
+/// floating point is `InvalidArgument`.
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::builder::Scope;
+/// use actorflow_graph::{ops, DType, Shape};
+///
+/// let s = Scope::new();
+/// let x = ops::placeholder(&s, DType::F32, Shape::known(&[8, 16])).unwrap();
+/// let y = ops::dropout(&s, &x, 0.5, None, Some(7)).unwrap();
+/// assert_eq!(y.shape(), x.shape());
+/// assert_eq!(y.op().op_type(), "SelectV2");
+/// ```
+pub fn dropout(
+    s: &Scope,
+    x: &Output,
+    rate: f64,
+    noise_shape: Option<&Output>,
+    seed: Option<i64>,
+) -> Result<Output> {
+    use crate::gradients::math_grad::shapes::{float_scalar, shape_of};
+    if !(0.0..1.0).contains(&rate) {
+        return Err(Status::invalid_argument(format!(
+            "`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate={rate}"
+        )));
+    }
+    let dtype = x.dtype();
+    if !dtype.is_float() {
+        return Err(Status::invalid_argument(format!(
+            "`x.dtype` must be a floating point tensor as `x` will be scaled. Received: \
+             x_dtype={dtype}"
+        )));
+    }
+    if rate == 0.0 {
+        return Ok(x.clone());
+    }
+    let s = &s.with_name_scope("dropout");
+    let scaled = crate::ops::mul(s, x, &float_scalar(s, 1.0 / (1.0 - rate), dtype)?)?;
+    let shape = match noise_shape {
+        Some(n) => n.clone(),
+        None => shape_of(s, x, DType::I32)?,
+    };
+    let (seed, seed2) = crate::ops::get_seed(seed);
+    let uniform = crate::ops::random_uniform(s, &shape, dtype, seed, seed2)?;
+    let keep = crate::ops::greater_equal(s, &uniform, &float_scalar(s, rate, dtype)?)?;
+    let zero = float_scalar(s, 0.0, dtype)?;
+    crate::ops::select_v2(s, &keep, &scaled, &zero)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Stateful random ops (TensorFlow's `random_ops.cc`): `RandomUniform`,
 //! `RandomStandardNormal`, `TruncatedNormal`, `RandomUniformInt` and
 //! `RandomShuffle`, with their
-//! `seed`/`seed2` attributes, shape function and builder functions. Their kernels
-//! keep a Philox stream across steps, so every op here is stateful.
+//! `seed`/`seed2` attributes, shape function and builder functions, and
+//! [`get_seed`], TensorFlow's rule turning an op seed into those attributes.
+//! Their kernels keep a Philox stream across steps, so every op here is stateful.
 
 use crate::builder::{Output, Scope};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
@@ -91,6 +92,29 @@ fn random_uniform_int_shape(c: &mut InferenceContext<'_>) -> Result<()> {
         }
     }
     random_shape(c)
+}
+
+/// TensorFlow's `DEFAULT_GRAPH_SEED`: the graph-level seed `get_seed` pairs with an
+/// op seed when the graph has none.
+pub const DEFAULT_GRAPH_SEED: i64 = 87_654_321;
+
+/// The `(seed, seed2)` attributes TensorFlow's `random_seed.get_seed` gives an op
+/// seeded by `op_seed` in a graph without a graph-level seed (actorflow's graphs
+/// have none): `(0, 0)`, a fresh random seed per kernel, for no seed, else
+/// `(87654321, op_seed mod (2^31 - 1))`.
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::ops::get_seed;
+/// assert_eq!(get_seed(None), (0, 0));
+/// assert_eq!(get_seed(Some(7)), (87_654_321, 7));
+/// assert_eq!(get_seed(Some(-1)), (87_654_321, 2_147_483_646));
+/// ```
+pub fn get_seed(op_seed: Option<i64>) -> (i64, i64) {
+    match op_seed {
+        None => (0, 0),
+        Some(s) => (DEFAULT_GRAPH_SEED, s.rem_euclid(i64::from(i32::MAX))),
+    }
 }
 
 /// `RandomUniform`: floats uniform in `[0, 1)` of the shape held by `shape` (an
@@ -206,6 +230,14 @@ mod tests {
         assert!(random_uniform(&s, &m, DType::F32, 0, 0).is_err());
         let neg = ops::constant(&s, Tensor::vector(&[-2i32])).unwrap();
         assert!(random_uniform(&s, &neg, DType::F32, 0, 0).is_err());
+    }
+
+    #[test]
+    fn op_seeds_follow_get_seed() {
+        assert_eq!(get_seed(None), (0, 0));
+        assert_eq!(get_seed(Some(0)), (87_654_321, 0));
+        // _truncate_seed: Python's seed % (2**31 - 1)
+        assert_eq!(get_seed(Some(2_147_483_648)), (87_654_321, 1));
     }
 
     #[test]

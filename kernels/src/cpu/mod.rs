@@ -10,6 +10,7 @@
 //! - [`reduction`] — reductions and arg-reductions.
 //! - [`linalg`] — matrix products (gemm).
 //! - [`nn`] — activations, softmax, cross-entropy, bias add.
+//! - [`image`] — bilinear and nearest-neighbour resizing and their gradients.
 //! - [`random`] — seeded random ops (Philox, TensorFlow's generator).
 //! - [`state`] — variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
@@ -31,6 +32,7 @@ pub mod checkpoint;
 pub mod control_flow;
 pub mod data_flow;
 pub mod function;
+pub mod image;
 pub mod io;
 pub mod linalg;
 pub mod math;
@@ -55,6 +57,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     control_flow::register_all_kernels(r);
     data_flow::register_all_kernels(r);
     function::register_all_kernels(r);
+    image::register_all_kernels(r);
     io::register_all_kernels(r);
     linalg::register_all_kernels(r);
     math::register_all_kernels(r);

@@ -159,7 +159,9 @@ pub fn tile_by(s: &Scope, x: &Output, multiples: &[i64]) -> Result<Output> {
     tile(s, x, &m)
 }
 
-fn paddings_const(s: &Scope, paddings: &[[i64; 2]]) -> Result<Output> {
+/// A `Const` `[n, 2]` int32 (int64 when a value does not fit) of `(before, after)`
+/// pairs.
+pub(super) fn paddings_const(s: &Scope, paddings: &[[i64; 2]]) -> Result<Output> {
     let flat: Vec<i64> = paddings.iter().flatten().copied().collect();
     let t = if flat.iter().all(|&v| i32::try_from(v).is_ok()) {
         let v: Vec<i32> = flat.iter().map(|&v| v as i32).collect();

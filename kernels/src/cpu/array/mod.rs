@@ -18,6 +18,8 @@
 //! - [`pad`]: Tile, BroadcastTo, Pad, PadV2, MirrorPad.
 //! - [`matrix_diag`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3.
 //! - [`list_diff`] — ListDiff.
+//! - [`space_to_batch`]: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace.
+//! - [`space_to_depth`]: SpaceToDepth, DepthToSpace.
 
 pub mod basic;
 pub mod bcast;
@@ -31,6 +33,8 @@ pub mod matrix_diag;
 pub mod pad;
 pub mod shape;
 pub mod slice;
+pub mod space_to_batch;
+pub mod space_to_depth;
 pub mod split;
 pub mod transpose;
 
@@ -50,4 +54,6 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     pad::register(r);
     matrix_diag::register(r);
     list_diff::register(r);
+    space_to_batch::register(r);
+    space_to_depth::register(r);
 }
