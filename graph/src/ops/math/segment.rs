@@ -24,14 +24,31 @@ use crate::{OpRegistry, Result, Shape, Status};
 
 const IDS: &str = "{int32, int64}";
 
+/// The unsorted segment reductions.
+pub const UNSORTED_SEGMENT_OPS: [&str; 4] = [
+    "UnsortedSegmentSum",
+    "UnsortedSegmentMax",
+    "UnsortedSegmentMin",
+    "UnsortedSegmentProd",
+];
+
+/// The sorted segment reductions.
+pub const SEGMENT_OPS: [&str; 5] = [
+    "SegmentSum",
+    "SegmentMean",
+    "SegmentMax",
+    "SegmentMin",
+    "SegmentProd",
+];
+
 /// Registers the segment reductions and `Bincount`.
 pub(super) fn register_ops(r: &OpRegistry) {
-    for (name, ids) in [
-        ("UnsortedSegmentSum", "{int16, int32, int64}"),
-        ("UnsortedSegmentMax", IDS),
-        ("UnsortedSegmentMin", IDS),
-        ("UnsortedSegmentProd", IDS),
-    ] {
+    for name in UNSORTED_SEGMENT_OPS {
+        let ids = if name == "UnsortedSegmentSum" {
+            "{int16, int32, int64}"
+        } else {
+            IDS
+        };
         r.register(
             OpDef::build(name)
                 .input("data: T")
@@ -44,13 +61,7 @@ pub(super) fn register_ops(r: &OpRegistry) {
                 .shape_fn(unsorted_segment_shape),
         );
     }
-    for name in [
-        "SegmentSum",
-        "SegmentMean",
-        "SegmentMax",
-        "SegmentMin",
-        "SegmentProd",
-    ] {
+    for name in SEGMENT_OPS {
         r.register(
             OpDef::build(name)
                 .input("data: T")

@@ -18,7 +18,12 @@
 //! - [`pad`]: Tile, BroadcastTo, Pad, PadV2, MirrorPad.
 //! - [`matrix_diag`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3.
 //! - [`list_diff`] — ListDiff.
+//! - [`unique`]: Unique, UniqueWithCounts.
+//! - [`scatter_nd`]: GatherNd, ScatterNd, TensorScatterUpdate/Add/Sub.
+//! - [`reverse_sequence`]: ReverseSequence.
+//! - [`band_part`]: MatrixBandPart.
 
+pub mod band_part;
 pub mod basic;
 pub mod bcast;
 pub mod concat;
@@ -29,10 +34,13 @@ pub mod gather;
 pub mod list_diff;
 pub mod matrix_diag;
 pub mod pad;
+pub mod reverse_sequence;
+pub mod scatter_nd;
 pub mod shape;
 pub mod slice;
 pub mod split;
 pub mod transpose;
+pub mod unique;
 
 use crate::registry::KernelRegistry;
 
@@ -50,4 +58,8 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     pad::register(r);
     matrix_diag::register(r);
     list_diff::register(r);
+    unique::register(r);
+    scatter_nd::register(r);
+    reverse_sequence::register(r);
+    band_part::register(r);
 }
