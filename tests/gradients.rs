@@ -15,6 +15,8 @@ mod math;
 mod nn;
 #[path = "gradients/pooling.rs"]
 mod pooling;
+#[path = "gradients/segment.rs"]
+mod segment;
 
 use actorflow::graph::builder::cond;
 use actorflow::graph::gradients::gradients;

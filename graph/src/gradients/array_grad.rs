@@ -5,8 +5,10 @@
 //! the padding off, and the shape-valued ops are not differentiable.
 //!
 //! - `index`: Slice, StridedSlice, StridedSliceGrad, Gather, GatherV2.
+//! - `scatter`: GatherNd, ScatterNd, TensorScatter*, ReverseSequence, MatrixBandPart.
 
 mod index;
+mod scatter;
 
 use crate::builder::Output;
 use crate::gradients::math_grad::reduction::sum_all;
@@ -227,6 +229,7 @@ fn identity_n_grad(c: &GradContext<'_>) -> Grads {
 /// Registers the array gradients.
 pub fn register_all_gradients(r: &GradientRegistry) {
     index::register(r);
+    scatter::register(r);
     for op in ["Reshape", "ExpandDims", "Squeeze"] {
         r.register(op, reshape_like_input);
     }
