@@ -12,7 +12,7 @@
 
 use crate::builder::Output;
 use crate::gradients::math_grad::shapes::shape_of;
-use crate::gradients::{GradContext, GradientRegistry};
+use crate::gradients::{GradContext, GradFn, GradientRegistry};
 use crate::ops;
 use crate::Result;
 
@@ -69,15 +69,16 @@ fn matrix_band_part_grad(c: &GradContext<'_>) -> Grads {
 
 /// Registers the n-d indexing, sequence and band gradients.
 pub(super) fn register(r: &GradientRegistry) {
-    r.register("GatherNd", gather_nd_grad);
-    r.register("ScatterNd", scatter_nd_grad);
-    for op in [
-        "TensorScatterUpdate",
-        "TensorScatterAdd",
-        "TensorScatterSub",
-    ] {
-        r.register(op, tensor_scatter_grad);
+    let table: [(&str, GradFn); 7] = [
+        ("GatherNd", gather_nd_grad),
+        ("ScatterNd", scatter_nd_grad),
+        ("TensorScatterUpdate", tensor_scatter_grad),
+        ("TensorScatterAdd", tensor_scatter_grad),
+        ("TensorScatterSub", tensor_scatter_grad),
+        ("ReverseSequence", reverse_sequence_grad),
+        ("MatrixBandPart", matrix_band_part_grad),
+    ];
+    for (op, f) in table {
+        r.register(op, f);
     }
-    r.register("ReverseSequence", reverse_sequence_grad);
-    r.register("MatrixBandPart", matrix_band_part_grad);
 }

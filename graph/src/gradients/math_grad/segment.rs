@@ -12,7 +12,7 @@
 
 use super::shapes::{float_scalar, shape_of, static_dims};
 use crate::builder::{Output, Scope};
-use crate::gradients::{GradContext, GradientRegistry};
+use crate::gradients::{GradContext, GradFn, GradientRegistry};
 use crate::ops;
 use crate::{DType, Result, Tensor};
 
@@ -198,20 +198,23 @@ fn sparse_segment_grad(c: &GradContext<'_>) -> Grads {
 
 /// Registers the segment reductions' gradients.
 pub(super) fn register(r: &GradientRegistry) {
-    r.register("UnsortedSegmentSum", unsorted_segment_sum_grad);
-    r.register("UnsortedSegmentMax", unsorted_segment_min_max_grad);
-    r.register("UnsortedSegmentMin", unsorted_segment_min_max_grad);
-    r.register("UnsortedSegmentProd", unsorted_segment_prod_grad);
-    r.register("SegmentSum", segment_sum_grad);
-    r.register("SegmentMean", segment_mean_grad);
-    r.register("SegmentMax", segment_min_max_grad);
-    r.register("SegmentMin", segment_min_max_grad);
-    r.register("SegmentProd", segment_prod_grad);
+    let table: [(&str, GradFn); 9] = [
+        ("UnsortedSegmentSum", unsorted_segment_sum_grad),
+        ("UnsortedSegmentMax", unsorted_segment_min_max_grad),
+        ("UnsortedSegmentMin", unsorted_segment_min_max_grad),
+        ("UnsortedSegmentProd", unsorted_segment_prod_grad),
+        ("SegmentSum", segment_sum_grad),
+        ("SegmentMean", segment_mean_grad),
+        ("SegmentMax", segment_min_max_grad),
+        ("SegmentMin", segment_min_max_grad),
+        ("SegmentProd", segment_prod_grad),
+    ];
+    for (op, f) in table {
+        r.register(op, f);
+    }
     for red in ["Sum", "Mean", "SqrtN"] {
-        r.register(&format!("SparseSegment{red}"), sparse_segment_grad);
-        r.register(
-            &format!("SparseSegment{red}WithNumSegments"),
-            sparse_segment_grad,
-        );
+        for suffix in ["", "WithNumSegments"] {
+            r.register(&format!("SparseSegment{red}{suffix}"), sparse_segment_grad);
+        }
     }
 }

@@ -302,7 +302,9 @@ mod tests {
         assert_eq!(out.shape(), Shape::known(&[2, 3, 2, 4]));
         let z = placeholder(&s, DType::F32, Shape::from_dims(&[None, Some(4)])).unwrap();
         assert_eq!(
-            einsum(&s, &[z.clone()], "ii->i").unwrap().shape(),
+            einsum(&s, std::slice::from_ref(&z), "ii->i")
+                .unwrap()
+                .shape(),
             Shape::known(&[4])
         );
         assert!(einsum(&s, &[z], "ij->ik").is_err());

@@ -20,8 +20,8 @@
 //! - [`list_diff`] — ListDiff.
 //! - [`unique`]: Unique, UniqueWithCounts.
 //! - [`scatter_nd`]: GatherNd, ScatterNd, TensorScatterUpdate/Add/Sub.
-//! - [`reverse_sequence`]: ReverseSequence.
-//! - [`band_part`]: MatrixBandPart.
+//! - [`reverse_sequence`] — ReverseSequence.
+//! - [`band_part`] — MatrixBandPart.
 
 pub mod band_part;
 pub mod basic;

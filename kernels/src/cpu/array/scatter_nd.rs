@@ -32,7 +32,7 @@ fn slice_offsets<I: IndexElem>(
     depth: usize,
     dims: &[usize],
 ) -> std::result::Result<Vec<usize>, usize> {
-    let rows = if depth == 0 { 0 } else { idx.len() / depth };
+    let rows = idx.len().checked_div(depth).unwrap_or(0);
     let mut out = Vec::with_capacity(rows);
     for r in 0..rows {
         let mut off = 0usize;

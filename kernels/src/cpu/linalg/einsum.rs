@@ -294,6 +294,16 @@ impl<T: EinsumType> OpKernel for EinsumKernel<T> {
         let ranks: Vec<usize> = inputs.iter().map(|t| t.rank()).collect();
         let r = self.equation.resolve(&ranks)?;
         let dims = label_dims(&r, &inputs)?;
+        if dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .is_none()
+        {
+            return Err(Status::invalid_argument(format!(
+                "Einsum {}: the labels' sizes {dims:?} have too many combinations",
+                self.equation.text
+            )));
+        }
         let out_dims: Vec<usize> = r.output.iter().map(|&l| dims[l]).collect();
         let out_len: usize = out_dims.iter().product();
         let out_strides = label_strides(&r.output, &out_dims, dims.len());

@@ -17,7 +17,7 @@
 //! - [`accumulate`]: Cumsum, Cumprod.
 //! - [`segment`]: UnsortedSegment*, Segment*, Bincount.
 //! - [`sparse_segment`]: SparseSegment* and their gradients.
-//! - [`clip`]: ClipByValue.
+//! - [`clip`] — ClipByValue.
 
 /// Binds `$T` to whichever listed type has dtype `$dt` and evaluates `$body`;
 /// other dtypes give `Unimplemented`.

@@ -100,7 +100,7 @@ impl<T: Numeric, K: IndexElem, O: TensorType + num_traits::FromPrimitive> OpKern
         let mut dims = x.dims().to_vec();
         dims[x.rank() - 1] = k;
         let src = x.as_slice::<T>()?;
-        let rows = if cols == 0 { 0 } else { src.len() / cols };
+        let rows = src.len().checked_div(cols).unwrap_or(0);
         let mut values = Vec::with_capacity(rows * k);
         let mut indices = Vec::with_capacity(rows * k);
         for r in 0..rows {
