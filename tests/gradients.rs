@@ -17,6 +17,8 @@ mod nn;
 mod pooling;
 #[path = "gradients/resize_space.rs"]
 mod resize_space;
+#[path = "gradients/segment.rs"]
+mod segment;
 
 use actorflow::graph::builder::cond;
 use actorflow::graph::gradients::gradients;

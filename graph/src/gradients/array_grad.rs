@@ -7,8 +7,10 @@
 //! - `index`: Slice, StridedSlice, StridedSliceGrad, Gather, GatherV2.
 //! - `space`: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace,
 //!   SpaceToDepth, DepthToSpace.
+//! - `scatter`: GatherNd, ScatterNd, TensorScatter*, ReverseSequence, MatrixBandPart.
 
 mod index;
+mod scatter;
 mod space;
 
 use crate::builder::Output;
@@ -231,6 +233,7 @@ fn identity_n_grad(c: &GradContext<'_>) -> Grads {
 pub fn register_all_gradients(r: &GradientRegistry) {
     index::register(r);
     space::register(r);
+    scatter::register(r);
     for op in ["Reshape", "ExpandDims", "Squeeze"] {
         r.register(op, reshape_like_input);
     }

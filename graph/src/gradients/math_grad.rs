@@ -1,17 +1,21 @@
 //! Gradients of the math ops (TensorFlow's `math_grad.py`): the element-wise unary
 //! functions (through the `TanhGrad`/`SigmoidGrad`/`SqrtGrad`/`RsqrtGrad`/
 //! `ReciprocalGrad` kernels where TensorFlow uses them, and the second-order
-//! gradients of those kernels), `AddN`, `Cast`, `Select`/`SelectV2`, and the ops
+//! gradients of those kernels), `AddN`, `Cast`, `Select`/`SelectV2`, `ClipByValue`, and the ops
 //! declared not differentiable (comparisons, logic, rounding, random numbers).
 //!
 //! - `shapes`: constant folding of shape arithmetic and the broadcast reductions.
 //! - `binary`: Add … SquaredDifference, with broadcasting.
-//! - `reduction`: Sum, Mean, Max, Min, Prod, Cumsum, Cumprod, UnsortedSegmentSum.
+//! - `reduction`: Sum, Mean, Max, Min, Prod, Cumsum, Cumprod.
+//! - `segment`: UnsortedSegment*, Segment*, SparseSegment*.
 //! - `matmul`: MatMul, BatchMatMul, BatchMatMulV2.
+//! - `einsum`: Einsum (TensorFlow's `linalg_grad.py`).
 
 mod binary;
+mod einsum;
 mod matmul;
 pub(crate) mod reduction;
+mod segment;
 pub(crate) mod shapes;
 
 use crate::builder::Output;
@@ -181,11 +185,34 @@ fn select_v2_grad(c: &GradContext<'_>) -> Grads {
     Ok(vec![None, Some(rx.apply(s, &gx)?), Some(ry.apply(s, &gy)?)])
 }
 
+/// `ClipByValue` (TensorFlow 2.21's `clip_ops.py`): the gradient goes to `t` where
+/// it lies inside the bounds, to a bound where `t` passes it (summed over the
+/// bound's broadcast axes).
+fn clip_by_value_grad(c: &GradContext<'_>) -> Grads {
+    let s = c.scope;
+    let (x, lo, hi, g) = (c.input(0)?, c.input(1)?, c.input(2)?, c.grad(0)?);
+    let zero = float_scalar(s, 0.0, g.dtype())?;
+    let below = ops::less(s, &x, &lo)?;
+    let above = ops::greater(s, &x, &hi)?;
+    let gx = ops::select_v2(s, &ops::logical_or(s, &below, &above)?, &zero, &g)?;
+    let glo = ops::select_v2(s, &below, &g, &zero)?;
+    let ghi = ops::select_v2(s, &above, &g, &zero)?;
+    let rlo = sum_to_operand(s, &lo, &x)?;
+    let rhi = sum_to_operand(s, &hi, &x)?;
+    Ok(vec![
+        Some(gx),
+        Some(rlo.apply(s, &glo)?),
+        Some(rhi.apply(s, &ghi)?),
+    ])
+}
+
 /// Registers the math gradients.
 pub fn register_all_gradients(r: &GradientRegistry) {
     binary::register(r);
     matmul::register(r);
     reduction::register(r);
+    segment::register(r);
+    einsum::register(r);
     r.register("Neg", neg_grad);
     r.register("Abs", abs_grad);
     r.register("Sign", sign_grad);
@@ -216,6 +243,7 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     r.register("Cast", cast_grad);
     r.register("Select", select_grad);
     r.register("SelectV2", select_v2_grad);
+    r.register("ClipByValue", clip_by_value_grad);
     // TensorFlow registers these as returning no gradient.
     for op in ["Floor", "Ceil", "Round", "Rint"] {
         r.register(op, |_| Ok(vec![None]));

@@ -2,11 +2,11 @@
 //! activations through their gradient kernels (`ReluGrad`, `EluGrad`, …, and the
 //! second-order gradients of those kernels), `Softmax`, `LogSoftmax`, the two
 //! softmax cross-entropies (with the second-order term TensorFlow adds when the
-//! `backprop` output is itself differentiated), `BiasAdd` (via `BiasAddGrad`) and
-//! `L2Loss`.
+//! `backprop` output is itself differentiated), `BiasAdd` (via `BiasAddGrad`),
+//! `L2Loss` and `TopKV2`.
 
 use crate::builder::{Output, Scope};
-use crate::gradients::math_grad::shapes::int_const;
+use crate::gradients::math_grad::shapes::{int_const, shape_of};
 use crate::gradients::{GradContext, GradientRegistry};
 use crate::ops;
 use crate::{DType, Result};
@@ -192,6 +192,36 @@ fn l2_loss_grad(c: &GradContext<'_>) -> Grads {
     Ok(vec![Some(ops::mul(c.scope, &c.input(0)?, &c.grad(0)?)?)])
 }
 
+/// `TopKV2` (TensorFlow's `_TopKGrad`): the values' gradient scattered to the
+/// selected positions (`row * n + index` in the flattened input) with one
+/// `ScatterNd`; `k` gets none.
+fn top_k_grad(c: &GradContext<'_>) -> Grads {
+    let s = c.scope;
+    let (x, idx) = (c.input(0)?, c.output(1)?);
+    let in_shape = shape_of(s, &x, DType::I64)?;
+    let last = |shape: &Output| -> Result<Output> {
+        let at = ops::sub(s, &ops::size(s, shape)?, &ops::scalar(s, 1i32)?)?;
+        ops::gather_along(s, shape, &at, 0)
+    };
+    let k = last(&shape_of(s, &idx, DType::I64)?)?;
+    let n = last(&in_shape)?;
+    let rows_by_k = ops::pack(s, &[ops::scalar(s, -1i64)?, k], 0)?;
+    let ind_2d = ops::reshape(s, &ops::cast(s, &idx, DType::I64)?, &rows_by_k)?;
+    let rows = ops::gather_along(
+        s,
+        &ops::shape_typed(s, &ind_2d, DType::I64)?,
+        &ops::scalar(s, 0i32)?,
+        0,
+    )?;
+    let starts = ops::range(s, &ops::scalar(s, 0i64)?, &ops::mul(s, &rows, &n)?, &n)?;
+    let flat = ops::add(s, &ind_2d, &ops::expand_dims_at(s, &starts, 1)?)?;
+    let flat = ops::expand_dims_at(s, &ops::reshape_to(s, &flat, &[-1])?, 1)?;
+    let total = ops::prod_axes(s, &in_shape, &[0], true)?;
+    let values = ops::reshape_to(s, &c.grad(0)?, &[-1])?;
+    let g = ops::scatter_nd(s, &flat, &values, &total)?;
+    Ok(vec![Some(ops::reshape(s, &g, &in_shape)?), None])
+}
+
 /// Registers the nn gradients.
 pub fn register_all_gradients(r: &GradientRegistry) {
     r.register("Relu", relu_grad);
@@ -218,4 +248,5 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     r.register("BiasAddV1", bias_add_grad);
     r.register("BiasAddGrad", bias_add_grad_grad);
     r.register("L2Loss", l2_loss_grad);
+    r.register("TopKV2", top_k_grad);
 }

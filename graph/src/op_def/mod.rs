@@ -414,10 +414,12 @@ fn check_attr(def: &AttrDef, v: &AttrValue) -> Result<()> {
             _ => &[],
         };
         if let Some(bad) = types.iter().find(|t| !allowed.contains(t)) {
-            let names: Vec<_> = allowed.iter().map(|d| d.name()).collect();
+            // TensorFlow's message and type names (`half`, `float`, …).
+            let names: Vec<_> = allowed.iter().map(|d| d.op_spec_name()).collect();
             return Err(Status::invalid_argument(format!(
-                "value for attr '{}' of {bad} is not in the list of allowed values: {}",
+                "Value for attr '{}' of {} is not in the list of allowed values: {}",
                 def.name,
+                bad.op_spec_name(),
                 names.join(", ")
             )));
         }
@@ -430,7 +432,7 @@ fn check_attr(def: &AttrDef, v: &AttrValue) -> Result<()> {
         };
         if let Some(bad) = strings.iter().find(|s| !allowed.contains(s)) {
             return Err(Status::invalid_argument(format!(
-                "value for attr '{}' of \"{bad}\" is not in the list of allowed values: {}",
+                "Value for attr '{}' of \"{bad}\" is not in the list of allowed values: {}",
                 def.name,
                 allowed.join(", ")
             )));

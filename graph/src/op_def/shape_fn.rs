@@ -257,6 +257,58 @@ pub(crate) fn multiply_dim(d: Option<usize>, factor: i64) -> Result<Option<usize
     })
 }
 
+/// Merges two partial shapes dimension by dimension, with TensorFlow's `Merge`
+/// messages ("Shapes must be equal rank, …", "Dimension i in both shapes must be
+/// equal, …").
+pub(crate) fn merge_shapes(a: &Shape, b: &Shape) -> Result<Shape> {
+    let (Some(da), Some(db)) = (a.dims(), b.dims()) else {
+        return Ok(if a.rank().is_some() {
+            a.clone()
+        } else {
+            b.clone()
+        });
+    };
+    if da.len() != db.len() {
+        return Err(Status::invalid_argument(format!(
+            "Shapes must be equal rank, but are {} and {}",
+            da.len(),
+            db.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(da.len());
+    for (i, (&x, &y)) in da.iter().zip(db).enumerate() {
+        out.push(merge_dim(x, y).map_err(|_| {
+            Status::invalid_argument(format!(
+                "Dimension {i} in both shapes must be equal, but are {} and {}. Shapes are {a} and {b}.",
+                x.unwrap_or(0),
+                y.unwrap_or(0)
+            ))
+        })?);
+    }
+    Ok(Shape::from_dims(&out))
+}
+
+/// The dimension a scalar integer input gives (TensorFlow's
+/// `MakeDimForScalarInput`): its value when the input is a known constant, else
+/// unknown; a negative value is `InvalidArgument`.
+pub(crate) fn dim_from_scalar_input(c: &InferenceContext<'_>, i: usize) -> Result<Option<usize>> {
+    let Some(t) = c.input_tensor(i) else {
+        return Ok(None);
+    };
+    let v = match t.dtype() {
+        crate::DType::I32 => t.as_slice::<i32>()?.first().map(|&v| i64::from(v)),
+        crate::DType::I64 => t.as_slice::<i64>()?.first().copied(),
+        _ => None,
+    };
+    match v {
+        Some(d) if d < 0 => Err(Status::invalid_argument(format!(
+            "Dimension size, given by scalar input {i}, must be non-negative but is {d}"
+        ))),
+        Some(d) => Ok(Some(d as usize)),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,11 +9,12 @@
 //!   ZerosLike, OnesLike, BroadcastTo, BroadcastArgs, BroadcastGradientArgs,
 //!   InvertPermutation, ConcatOffset.
 //! - [`layout_ops`]: Transpose, ConcatV2, Concat, Split, SplitV, Pack, Unpack.
-//! - [`pad_ops`]: Tile, Pad, PadV2, MirrorPad, ReverseV2.
+//! - [`pad_ops`]: Tile, Pad, PadV2, MirrorPad, ReverseV2, ReverseSequence.
 //! - [`index_ops`]: Slice, StridedSlice, StridedSliceGrad, Gather, GatherV2,
 //!   OneHot, Where.
-//! - [`diag_ops`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3.
-//! - [`set_ops`] — ListDiff.
+//! - [`diag_ops`]: MatrixDiag, MatrixDiagV2, MatrixDiagV3, MatrixBandPart.
+//! - [`set_ops`] — ListDiff, Unique, UniqueWithCounts.
+//! - [`scatter_nd_ops`]: GatherNd, ScatterNd, TensorScatterUpdate/Add/Sub.
 //! - [`space_ops`]: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace,
 //!   SpaceToDepth, DepthToSpace.
 //! - [`strided_slice_spec`]: TensorFlow's `ValidateStridedSliceOp`, shared by the
@@ -23,14 +24,18 @@ pub mod diag_ops;
 pub mod index_ops;
 pub mod layout_ops;
 pub mod pad_ops;
+pub mod scatter_nd_ops;
 pub mod set_ops;
 pub mod shape_ops;
 pub mod space_ops;
 pub mod strided_slice_spec;
 
+pub use diag_ops::matrix_band_part;
 pub use index_ops::*;
 pub use layout_ops::*;
 pub use pad_ops::*;
+pub use scatter_nd_ops::*;
+pub use set_ops::unique;
 pub use shape_ops::*;
 pub use space_ops::*;
 pub use strided_slice_spec::StridedSliceMasks;
@@ -88,6 +93,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     diag_ops::register_ops(r);
     set_ops::register_ops(r);
     space_ops::register_ops(r);
+    scatter_nd_ops::register_ops(r);
 }
 
 fn placeholder_with_default_shape(c: &mut InferenceContext<'_>) -> Result<()> {

@@ -5,6 +5,10 @@
 //! applied to its output, written by the remapper pass, never by a builder: as in
 //! TensorFlow it has no gradient), their shape functions and builders, and
 //! [`RangeElem`], the size computation `Range`'s shape function and kernel share.
+//! [`einsum`] holds `Einsum` and its equation parser.
+
+pub mod einsum;
+pub use einsum::einsum;
 
 use std::fmt::Display;
 
@@ -14,6 +18,7 @@ use crate::{bf16, f16, DType, OpRegistry, Result, Shape, Status, Tensor, TensorT
 
 /// Registers the matrix product ops and `Range`.
 pub fn register_all_ops(r: &OpRegistry) {
+    einsum::register_ops(r);
     r.register(
         OpDef::build("MatMul")
             .input("a: T")

@@ -1,10 +1,14 @@
 //! Element-wise math ops (TensorFlow's `math_ops.cc`): arithmetic with numpy
 //! broadcasting, unary functions, comparisons, logic, `Select`/`SelectV2`, `Cast`,
-//! `AddN`, and the gradients of the element-wise activations. Signatures, attribute
-//! defaults and type sets are TensorFlow's (complex types are left out).
+//! `AddN`, `ClipByValue`, and the gradients of the element-wise activations, plus
+//! the scans (`accumulate`) and the segment reductions and `Bincount` (`segment`).
+//! Signatures, attribute defaults and type sets are TensorFlow's (complex types are
+//! left out).
 
 mod accumulate;
+mod segment;
 pub use accumulate::*;
+pub use segment::*;
 
 use crate::builder::{Output, Scope};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
@@ -20,6 +24,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     register_unary(r);
     register_logic(r);
     accumulate::register_ops(r);
+    segment::register_ops(r);
     r.register(
         OpDef::build("Cast")
             .input("x: SrcT")
@@ -38,6 +43,15 @@ pub fn register_all_ops(r: &OpRegistry) {
             .commutative()
             .aggregate()
             .shape_fn(add_n_shape),
+    );
+    r.register(
+        OpDef::build("ClipByValue")
+            .input("t: T")
+            .input("clip_value_min: T")
+            .input("clip_value_max: T")
+            .output("output: T")
+            .attr(&format!("T: {NUMERIC_TYPES}"))
+            .shape_fn(shape_fn::unchanged),
     );
     for name in [
         "TanhGrad",
@@ -362,6 +376,12 @@ pub fn select_v2(s: &Scope, condition: &Output, t: &Output, e: &Output) -> Resul
 /// `Cast`: `x` converted to `dtype`.
 pub fn cast(s: &Scope, x: &Output, dtype: DType) -> Result<Output> {
     s.op("Cast").input(x).attr("DstT", dtype).build1()
+}
+
+/// `ClipByValue`: `t` clipped to `[clip_value_min, clip_value_max]` (each a scalar
+/// or shaped like `t`).
+pub fn clip_by_value(s: &Scope, t: &Output, lo: &Output, hi: &Output) -> Result<Output> {
+    s.op("ClipByValue").input(t).input(lo).input(hi).build1()
 }
 
 /// `AddN`: the element-wise sum of same-shaped tensors.

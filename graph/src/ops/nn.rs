@@ -1,9 +1,13 @@
 //! Neural-network ops (TensorFlow's `nn_ops.cc`): the activations (`Relu`, `Relu6`,
 //! `Elu`, `Selu`, `Softplus`, `Softsign`, `LeakyRelu`) and their gradients,
 //! `Softmax`/`LogSoftmax`, the two softmax cross-entropy losses, `BiasAdd` (and
-//! `BiasAddV1`, `BiasAddGrad`) and `L2Loss`, with TensorFlow's attributes, type sets
-//! and shape functions, plus their builder functions and [`dropout`], which
-//! `tf.nn.dropout` builds from other ops.
+//! `BiasAddV1`, `BiasAddGrad`), `L2Loss` and (in `top_k`) `TopKV2` and
+//! `InTopKV2`, with TensorFlow's attributes, type sets and shape functions, plus
+//! their builder functions and [`dropout`], which `tf.nn.dropout` builds from
+//! other ops.
+
+mod top_k;
+pub use top_k::*;
 
 use crate::builder::{Output, Scope};
 use crate::op_def::shape_fn::{merge_dim, with_rank, with_rank_at_least};
@@ -28,6 +32,7 @@ const BIAS_TYPES: &str =
 
 /// Registers the nn ops.
 pub fn register_all_ops(r: &OpRegistry) {
+    top_k::register_ops(r);
     let unary = |name: &str, types: &str| {
         OpDef::build(name)
             .input("features: T")

@@ -31,23 +31,27 @@ struct File {
     cases: Vec<Case>,
 }
 
+/// One kernel case (`message`: part of TensorFlow's error message, checked by
+/// `tf_cases`).
 #[derive(Deserialize)]
-struct Case {
-    name: String,
-    op: String,
+pub struct Case {
+    pub name: String,
+    pub op: String,
     #[serde(default)]
-    attrs: BTreeMap<String, AttrValue>,
-    inputs: Vec<Value>,
+    pub attrs: BTreeMap<String, AttrValue>,
+    pub inputs: Vec<Value>,
     #[serde(default)]
-    outputs: Vec<Value>,
+    pub outputs: Vec<Value>,
     #[serde(default)]
-    error: Option<String>,
+    pub error: Option<String>,
     #[serde(default)]
-    rtol: Option<f64>,
+    pub message: Option<String>,
     #[serde(default)]
-    atol: Option<f64>,
+    pub rtol: Option<f64>,
     #[serde(default)]
-    ignore_outputs: Vec<usize>,
+    pub atol: Option<f64>,
+    #[serde(default)]
+    pub ignore_outputs: Vec<usize>,
 }
 
 /// Parses a fixture tensor.

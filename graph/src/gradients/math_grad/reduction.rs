@@ -1,6 +1,6 @@
 //! Gradients of the reductions (`Sum`, `Mean`, `Max`, `Min`, `Prod`, with
-//! `keep_dims` and negative axes), the scans (`Cumsum`, `Cumprod`) and
-//! `UnsortedSegmentSum`, as TensorFlow's `math_grad.py`: the incoming gradient is
+//! `keep_dims` and negative axes) and the scans (`Cumsum`, `Cumprod`), as
+//! TensorFlow's `math_grad.py`: the incoming gradient is
 //! reshaped to the kept-dimensions shape and broadcast back to the input.
 
 use super::shapes::{
@@ -172,34 +172,12 @@ fn cumprod_grad(c: &GradContext<'_>) -> Grads {
     Ok(vec![Some(ops::real_div(s, &out, &x)?), None])
 }
 
-/// `UnsortedSegmentSum`: each element of `data` gets its segment's gradient (0 for
-/// a negative segment id), TensorFlow's `_GatherDropNegatives`.
-fn unsorted_segment_sum_grad(c: &GradContext<'_>) -> Grads {
-    let s = c.scope;
-    let (g, ids) = (c.grad(0)?, c.input(1)?);
-    let clipped = ops::maximum(s, &ids, &ops::zeros_like(s, &ids)?)?;
-    let gathered = ops::gather_along(s, &g, &clipped, 0)?;
-    let zero = ops::cast(s, &ops::scalar(s, 0i32)?, ids.dtype())?;
-    let positive = ops::greater_equal(s, &ids, &zero)?;
-    // Broadcast the mask over the slice dimensions.
-    let extra = ops::sub(s, &ops::rank(s, &gathered)?, &ops::rank(s, &ids)?)?;
-    let ones = ops::fill(
-        s,
-        &ops::expand_dims_at(s, &extra, 0)?,
-        &ops::scalar(s, 1i32)?,
-    )?;
-    let mask_shape = ops::concat_along(s, &[ops::shape(s, &ids)?, ones], 0)?;
-    let mask = ops::reshape(s, &positive, &mask_shape)?;
-    let out = ops::select_v2(s, &mask, &gathered, &ops::zeros_like(s, &gathered)?)?;
-    Ok(vec![Some(out), None, None])
-}
-
 /// The sum of every element of `g` (a scalar).
 pub(crate) fn sum_all(s: &Scope, g: &Output) -> Result<Output> {
     ops::sum(s, g, &all_axes(s, g)?, false)
 }
 
-/// Registers the reduction, scan and segment gradients.
+/// Registers the reduction and scan gradients.
 pub(super) fn register(r: &GradientRegistry) {
     r.register("Sum", sum_grad);
     r.register("Mean", mean_grad);
@@ -208,7 +186,6 @@ pub(super) fn register(r: &GradientRegistry) {
     r.register("Prod", prod_grad);
     r.register("Cumsum", cumsum_grad);
     r.register("Cumprod", cumprod_grad);
-    r.register("UnsortedSegmentSum", unsorted_segment_sum_grad);
     for op in ["ArgMax", "ArgMin", "All", "Any"] {
         r.not_differentiable(op);
     }

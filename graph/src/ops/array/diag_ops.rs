@@ -1,6 +1,8 @@
 //! Ops that build matrices from their diagonals: MatrixDiag, MatrixDiagV2 and
 //! MatrixDiagV3 (TensorFlow's `array_ops.cc`; `tf.eye` and `tf.linalg.diag` emit
-//! MatrixDiagV3) — signatures and shape functions.
+//! MatrixDiagV3), and MatrixBandPart (`tf.linalg.band_part`: the diagonals from
+//! `-num_lower` to `num_upper` kept, negative meaning all) — signatures, shape
+//! functions and builders.
 //!
 //! `diagonal` holds diagonals `k[0]..=k[1]` of each matrix (one diagonal: shape
 //! `[..., max_diag_len]`; a band: `[..., num_diags, max_diag_len]`, the highest
@@ -8,6 +10,7 @@
 //! smallest that fits (both `-1`: square).
 
 use super::const_ints;
+use crate::builder::{Output, Scope};
 use crate::op_def::{InferenceContext, OpDef};
 use crate::{OpRegistry, Result, Shape, Status};
 
@@ -36,6 +39,31 @@ pub(super) fn register_ops(r: &OpRegistry) {
         }
         r.register(b.shape_fn(matrix_diag_shape));
     }
+    r.register(
+        OpDef::build("MatrixBandPart")
+            .input("input: T")
+            .input("num_lower: Tindex")
+            .input("num_upper: Tindex")
+            .output("band: T")
+            .attr("T: type")
+            .attr("Tindex: {int32, int64} = DT_INT64")
+            .shape_fn(crate::op_def::shape_fn::unchanged),
+    );
+}
+
+/// `MatrixBandPart`: the innermost matrices of `input` with the entries outside the
+/// band `-num_lower ..= num_upper` (a negative bound: unbounded) zeroed.
+pub fn matrix_band_part(
+    s: &Scope,
+    input: &Output,
+    num_lower: &Output,
+    num_upper: &Output,
+) -> Result<Output> {
+    s.op("MatrixBandPart")
+        .input(input)
+        .input(num_lower)
+        .input(num_upper)
+        .build1()
 }
 
 /// The lowest and highest diagonal, the number of rows and the number of columns

@@ -1,8 +1,10 @@
-//! Ops that grow or mirror a tensor: Tile, Pad, PadV2, MirrorPad and ReverseV2 —
+//! Ops that grow or mirror a tensor: Tile, Pad, PadV2, MirrorPad, ReverseV2 and
+//! ReverseSequence (each batch row's first `seq_lengths[b]` steps reversed) —
 //! signatures, shape functions and builder functions.
 
 use super::{const_ints, index_vector, shape_of, with_rank};
 use crate::builder::{Output, Scope};
+use crate::op_def::shape_fn::merge_dim;
 use crate::op_def::{InferenceContext, OpDef};
 use crate::{OpRegistry, Result, Shape, Status, Tensor};
 
@@ -57,6 +59,17 @@ pub(super) fn register_ops(r: &OpRegistry) {
                  half, float, double, complex64, complex128, string}",
             )
             .shape_fn(reverse_shape),
+    );
+    r.register(
+        OpDef::build("ReverseSequence")
+            .input("input: T")
+            .input("seq_lengths: Tlen")
+            .output("output: T")
+            .attr("seq_dim: int")
+            .attr("batch_dim: int = 0")
+            .attr("T: type")
+            .attr("Tlen: {int32, int64} = DT_INT64")
+            .shape_fn(reverse_sequence_shape),
     );
 }
 
@@ -210,6 +223,53 @@ pub fn mirror_pad(s: &Scope, x: &Output, paddings: &Output, mode: &str) -> Resul
 pub fn mirror_pad_by(s: &Scope, x: &Output, paddings: &[[i64; 2]], mode: &str) -> Result<Output> {
     let p = paddings_const(s, paddings)?;
     mirror_pad(s, x, &p, mode)
+}
+
+/// `input`, its `batch_dim` merged with the length of `seq_lengths`.
+fn reverse_sequence_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+    let input = c.input(0);
+    let lens = with_rank(&c.input(1), 1, "ReverseSequence's seq_lengths")?;
+    let seq_dim: i64 = c.attr("seq_dim")?;
+    let batch_dim: i64 = c.attr("batch_dim")?;
+    let Some(dims) = input.dims() else {
+        return c.set_output(0, Shape::unknown());
+    };
+    let rank = dims.len() as i64;
+    if batch_dim >= rank {
+        return Err(Status::invalid_argument(format!(
+            "batch_dim must be < input rank: {batch_dim} vs. {rank}"
+        )));
+    }
+    if seq_dim >= rank {
+        return Err(Status::invalid_argument(format!(
+            "seq_dim must be < input rank: {seq_dim} vs. {rank}"
+        )));
+    }
+    let Ok(b) = usize::try_from(batch_dim) else {
+        return Err(Status::invalid_argument(format!(
+            "batch_dim must be >=0, got {batch_dim}"
+        )));
+    };
+    let mut out = dims.to_vec();
+    out[b] = merge_dim(out[b], lens.dim(0))?;
+    c.set_output(0, shape_of(&out))
+}
+
+/// `ReverseSequence`: the first `seq_lengths[b]` entries along `seq_dim` of each
+/// slice `b` along `batch_dim` reversed, the rest unchanged.
+pub fn reverse_sequence(
+    s: &Scope,
+    x: &Output,
+    seq_lengths: &Output,
+    seq_dim: i64,
+    batch_dim: i64,
+) -> Result<Output> {
+    s.op("ReverseSequence")
+        .input(x)
+        .input(seq_lengths)
+        .attr("seq_dim", seq_dim)
+        .attr("batch_dim", batch_dim)
+        .build1()
 }
 
 /// `ReverseV2` along the axes held by `axis`.

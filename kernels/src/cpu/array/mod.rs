@@ -20,7 +20,12 @@
 //! - [`list_diff`] — ListDiff.
 //! - [`space_to_batch`]: SpaceToBatchND, BatchToSpaceND, SpaceToBatch, BatchToSpace.
 //! - [`space_to_depth`]: SpaceToDepth, DepthToSpace.
+//! - [`unique`]: Unique, UniqueWithCounts.
+//! - [`scatter_nd`]: GatherNd, ScatterNd, TensorScatterUpdate/Add/Sub.
+//! - [`reverse_sequence`] — ReverseSequence.
+//! - [`band_part`] — MatrixBandPart.
 
+pub mod band_part;
 pub mod basic;
 pub mod bcast;
 pub mod concat;
@@ -31,12 +36,15 @@ pub mod gather;
 pub mod list_diff;
 pub mod matrix_diag;
 pub mod pad;
+pub mod reverse_sequence;
+pub mod scatter_nd;
 pub mod shape;
 pub mod slice;
 pub mod space_to_batch;
 pub mod space_to_depth;
 pub mod split;
 pub mod transpose;
+pub mod unique;
 
 use crate::registry::KernelRegistry;
 
@@ -56,4 +64,8 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     list_diff::register(r);
     space_to_batch::register(r);
     space_to_depth::register(r);
+    unique::register(r);
+    scatter_nd::register(r);
+    reverse_sequence::register(r);
+    band_part::register(r);
 }

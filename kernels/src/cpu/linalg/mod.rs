@@ -7,11 +7,13 @@
 //! - [`naive`]: the other types (`half`, `bfloat16`, integers, V3's mixed types).
 //! - [`range`]: the `Range` kernel.
 //! - [`fused_matmul`]: `_FusedMatMul` (MatMul + BiasAdd + activation in one pass).
+//! - [`einsum`]: `Einsum` (contractions through `gemm` or a label odometer).
 //!
 //! Kernels read their inputs in place (transposes are strides, never copies) and
 //! allocate the output once; the registered type combinations are TensorFlow's CPU
 //! ones, so others are `NotFound` as there.
 
+pub mod einsum;
 pub mod fused_matmul;
 pub mod gemm;
 pub mod naive;
@@ -226,6 +228,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
         );
     }
     fused_matmul::register_all_kernels(r);
+    einsum::register_all_kernels(r);
     r.register(
         KernelDef::cpu("Range", range::make_range).type_constraint("Tidx", range::RANGE_DTYPES),
     );

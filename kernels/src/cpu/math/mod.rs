@@ -14,7 +14,10 @@
 //! - [`cast`]: Cast between every pair of dtypes.
 //! - [`add_n`]: AddN, the sum of N tensors.
 //! - [`grad`]: TanhGrad, SigmoidGrad, RsqrtGrad, SqrtGrad, ReciprocalGrad, InvGrad.
-//! - [`accumulate`]: Cumsum, Cumprod, UnsortedSegmentSum.
+//! - [`accumulate`]: Cumsum, Cumprod.
+//! - [`segment`]: UnsortedSegment*, Segment*, Bincount.
+//! - [`sparse_segment`]: SparseSegment* and their gradients.
+//! - [`clip`] — ClipByValue.
 
 /// Binds `$T` to whichever listed type has dtype `$dt` and evaluates `$body`;
 /// other dtypes give `Unimplemented`.
@@ -67,11 +70,14 @@ pub mod add_n;
 pub mod arith;
 pub mod binary;
 pub mod cast;
+pub mod clip;
 pub mod compare;
 pub mod elem;
 pub mod grad;
 pub mod logical;
+pub mod segment;
 pub mod select;
+pub mod sparse_segment;
 pub mod unary;
 pub mod unary_ops;
 
@@ -87,5 +93,8 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     cast::register_all_kernels(r);
     add_n::register_all_kernels(r);
     accumulate::register_all_kernels(r);
+    segment::register_all_kernels(r);
+    sparse_segment::register_all_kernels(r);
+    clip::register_all_kernels(r);
     grad::register_all_kernels(r);
 }

@@ -10,6 +10,7 @@
 //! - [`batch_norm`]: `FusedBatchNorm{,V2,V3}` and their gradients.
 //! - [`lrn`]: `LRN` and `LRNGrad`.
 //! - [`conv`]: `Conv2D`, `DepthwiseConv2dNative` and their gradients.
+//! - [`top_k`]: `TopKV2`, `InTopKV2`.
 //!
 //! Element-wise arithmetic follows TensorFlow's Eigen expressions operation by
 //! operation, so `half` and `bfloat16` round after each step as Eigen does; sums
@@ -22,6 +23,7 @@ pub mod conv;
 pub mod lrn;
 pub mod pooling;
 pub mod softmax;
+pub mod top_k;
 
 use graph::{bf16, f16};
 
@@ -133,4 +135,5 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     batch_norm::register_all_kernels(r);
     lrn::register_all_kernels(r);
     conv::register_all_kernels(r);
+    top_k::register_all_kernels(r);
 }

@@ -1,0 +1,84 @@
+//! Gradients of the ops that address slices by n-dimensional indices and of the
+//! sequence and band ops, as TensorFlow's `array_grad.py` builds them:
+//!
+//! - `GatherNd`: the gradient scattered back with `ScatterNd` (TensorFlow's
+//!   `IndexedSlices` for depth-1 indices, made dense).
+//! - `ScatterNd`: the gradient gathered at the indices for the updates.
+//! - `TensorScatterUpdate`: the gradient with the overwritten slices zeroed for the
+//!   tensor, gathered for the updates; `TensorScatterAdd`/`Sub`: the gradient as is
+//!   for the tensor, gathered (negated for `Sub`) for the updates.
+//! - `ReverseSequence`: the same reversal of the gradient.
+//! - `MatrixBandPart`: the same band of the gradient.
+
+use crate::builder::Output;
+use crate::gradients::math_grad::shapes::shape_of;
+use crate::gradients::{GradContext, GradFn, GradientRegistry};
+use crate::ops;
+use crate::Result;
+
+type Grads = Result<Vec<Option<Output>>>;
+
+fn gather_nd_grad(c: &GradContext<'_>) -> Grads {
+    let s = c.scope;
+    let (params, indices) = (c.input(0)?, c.input(1)?);
+    let shape = shape_of(s, &params, indices.dtype())?;
+    let g = ops::scatter_nd(s, &indices, &c.grad(0)?, &shape)?;
+    Ok(vec![Some(g), None])
+}
+
+fn scatter_nd_grad(c: &GradContext<'_>) -> Grads {
+    let g = ops::gather_nd(c.scope, &c.grad(0)?, &c.input(0)?)?;
+    Ok(vec![None, Some(g), None])
+}
+
+fn tensor_scatter_grad(c: &GradContext<'_>) -> Grads {
+    let s = c.scope;
+    let (indices, g) = (c.input(1)?, c.grad(0)?);
+    let gathered = ops::gather_nd(s, &g, &indices)?;
+    let (tensor_grad, updates_grad) = match c.node.op.as_str() {
+        "TensorScatterUpdate" => {
+            let zeros = ops::zeros_like(s, &c.input(2)?)?;
+            let cleared = ops::tensor_scatter(
+                s,
+                "TensorScatterUpdate",
+                &ops::identity(s, &g)?,
+                &indices,
+                &zeros,
+            )?;
+            (cleared, gathered)
+        }
+        "TensorScatterSub" => (ops::identity(s, &g)?, ops::neg(s, &gathered)?),
+        _ => (ops::identity(s, &g)?, gathered),
+    };
+    Ok(vec![Some(tensor_grad), None, Some(updates_grad)])
+}
+
+fn reverse_sequence_grad(c: &GradContext<'_>) -> Grads {
+    let (seq_dim, batch_dim): (i64, i64) = (
+        c.node.get_attr("seq_dim")?,
+        c.node.get_attr_or("batch_dim", 0)?,
+    );
+    let g = ops::reverse_sequence(c.scope, &c.grad(0)?, &c.input(1)?, seq_dim, batch_dim)?;
+    Ok(vec![Some(g), None])
+}
+
+fn matrix_band_part_grad(c: &GradContext<'_>) -> Grads {
+    let g = ops::matrix_band_part(c.scope, &c.grad(0)?, &c.input(1)?, &c.input(2)?)?;
+    Ok(vec![Some(g), None, None])
+}
+
+/// Registers the n-d indexing, sequence and band gradients.
+pub(super) fn register(r: &GradientRegistry) {
+    let table: [(&str, GradFn); 7] = [
+        ("GatherNd", gather_nd_grad),
+        ("ScatterNd", scatter_nd_grad),
+        ("TensorScatterUpdate", tensor_scatter_grad),
+        ("TensorScatterAdd", tensor_scatter_grad),
+        ("TensorScatterSub", tensor_scatter_grad),
+        ("ReverseSequence", reverse_sequence_grad),
+        ("MatrixBandPart", matrix_band_part_grad),
+    ];
+    for (op, f) in table {
+        r.register(op, f);
+    }
+}
