@@ -5,7 +5,7 @@
 //! applied to its output, written by the remapper pass, never by a builder: as in
 //! TensorFlow it has no gradient), their shape functions and builders, and
 //! [`RangeElem`], the size computation `Range`'s shape function and kernel share.
-//! [`einsum`] holds `Einsum` and its equation parser.
+//! [`einsum`](mod@einsum) holds `Einsum` and its equation parser.
 
 pub mod einsum;
 pub use einsum::einsum;

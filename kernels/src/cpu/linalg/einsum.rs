@@ -1,9 +1,9 @@
 //! The CPU kernel of `Einsum` (TensorFlow's `einsum_op_impl.h`), on the equation
-//! [`graph::ops::linalg::einsum`] parses and resolves.
+//! [`EinsumEquation`] parses and resolves.
 //!
 //! Every axis carries a label id; an operand's *label strides* add the strides of
 //! its axes with that label (a repeated label walks a diagonal; an axis of size 1
-//! contributes 0, so broadcast dimensions repeat). [`contract`] then runs an
+//! contributes 0, so broadcast dimensions repeat). `contract` then runs an
 //! odometer over the labels, output labels first, multiplying the operands and
 //! accumulating into the output at its own label strides (a repeated output label
 //! writes a diagonal, the rest stays zero) — in a wider accumulator (`f64` for
@@ -11,8 +11,8 @@
 //!
 //! A product of two `f32`/`f64` operands without repeated labels goes through
 //! `gemm` instead: each operand is laid out as `[batch, free, contracted]`
-//! matrices by [`contract`] (which also sums the labels only it has), the batches
-//! are multiplied by [`batched_gemm`], and the result is placed by [`contract`].
+//! matrices by `contract` (which also sums the labels only it has), the batches
+//! are multiplied by [`batched_gemm`], and the result is placed by `contract`.
 
 use std::marker::PhantomData;
 
