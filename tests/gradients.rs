@@ -19,6 +19,8 @@ mod pooling;
 mod resize_space;
 #[path = "gradients/segment.rs"]
 mod segment;
+#[path = "gradients/tensor_array.rs"]
+mod tensor_array;
 
 use actorflow::graph::builder::cond;
 use actorflow::graph::gradients::gradients;

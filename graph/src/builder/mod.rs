@@ -10,11 +10,14 @@
 //! - [`scope`] — `Scope`, its device stack (specs and device functions) and the
 //!   shared graph state.
 //! - [`control_flow`] — `cond` and `while_loop` (TensorFlow v1 structure).
+//! - [`functional`] — `map_fn`, `scan`, `foldl` and `foldr` over TensorArrays.
 
 pub mod control_flow;
+pub mod functional;
 pub mod op_builder;
 pub mod scope;
 
 pub use control_flow::{cond, while_loop, WhileOptions};
+pub use functional::{foldl, foldr, map_fn, scan, FunctionalOptions};
 pub use op_builder::{NodeRef, OpBuilder, Operation, Output, TensorRef};
 pub use scope::{DeviceFunction, DeviceRequest, Scope};

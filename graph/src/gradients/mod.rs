@@ -7,7 +7,8 @@
 //! - [`registry`] — gradient functions by op name (TensorFlow's
 //!   `REGISTER_GRADIENT` / `NotDifferentiable`).
 //! - [`math_grad`], [`nn_grad`], [`conv_grad`], [`pooling_grad`], [`array_grad`],
-//!   [`image_grad`], [`control_flow_grad`], [`state_grad`]: the gradient functions,
+//!   [`image_grad`], [`control_flow_grad`], [`state_grad`], [`tensor_array_grad`]:
+//!   the gradient functions,
 //!   one file per family (TensorFlow's `math_grad.py`, …).
 //!
 //! Gradients of ops inside a cond branch or loop body are built in that context, so
@@ -22,6 +23,7 @@ pub mod nn_grad;
 pub mod pooling_grad;
 pub mod registry;
 pub mod state_grad;
+pub mod tensor_array_grad;
 pub(crate) mod while_grad;
 
 /// Registers every built-in gradient function.
@@ -34,6 +36,7 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     nn_grad::register_all_gradients(r);
     pooling_grad::register_all_gradients(r);
     state_grad::register_all_gradients(r);
+    tensor_array_grad::register_all_gradients(r);
 }
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -6,10 +6,14 @@
 //! - [`accumulator`] — conditional accumulators (`ConditionalAccumulator`,
 //!   `AccumulatorApplyGradient`, `AccumulatorTakeGradient`, …), which aggregate
 //!   the gradients of synchronous replicas.
+//! - [`tensor_array`] — TensorArrays (`TensorArrayV3`, …) and the [`TensorArray`]
+//!   builder.
 
 pub mod accumulator;
+pub mod tensor_array;
 
 pub use accumulator::{AccumulatorOptions, ConditionalAccumulator, ReductionType};
+pub use tensor_array::{TensorArray, TensorArrayOptions};
 
 use crate::builder::{Operation, Output, Scope};
 use crate::op_def::{shape_fn, InferenceContext, OpDef};
@@ -19,6 +23,7 @@ use crate::{DType, OpRegistry, Result, Shape};
 pub fn register_all_ops(r: &OpRegistry) {
     register_queues(r);
     accumulator::register_all_ops(r);
+    tensor_array::register_all_ops(r);
     for name in ["DynamicStitch", "ParallelDynamicStitch"] {
         r.register(
             OpDef::build(name)

@@ -15,12 +15,14 @@
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
-//! - [`data_flow`] — queues and stacks.
+//! - [`data_flow`] — queues, stacks and TensorArrays.
+//! - [`rnn`] — `dynamic_rnn`, `bidirectional_dynamic_rnn`, LSTM and GRU cells.
 //! - [`input`] — `batch`, `shuffle_batch`: queue-fed batching helpers.
 //! - [`function`] — `_Arg`/`_Retval`, how a step's feeds and fetches enter the graph.
 //! - [`sendrecv`] — `_Send`/`_Recv`, inserted by partitioning.
 //! - [`no_op`](mod@no_op) — `NoOp`.
 //! - [`summary`] — TensorBoard summaries.
+//! - [`logging`] — `Assert`.
 //! - [`training`] — fused optimizer updates (`ApplyAdam`, `ResourceApplyAdam`, …).
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`.
 
@@ -34,6 +36,7 @@ pub mod image;
 pub mod input;
 pub mod io;
 pub mod linalg;
+pub mod logging;
 pub mod math;
 pub mod nn;
 pub mod no_op;
@@ -42,6 +45,7 @@ pub mod parsing;
 pub mod pooling;
 pub mod random;
 pub mod reduction;
+pub mod rnn;
 pub mod sendrecv;
 pub mod state;
 pub mod summary;
@@ -56,6 +60,7 @@ pub use image::*;
 pub use input::*;
 pub use io::*;
 pub use linalg::*;
+pub use logging::*;
 pub use math::*;
 pub use nn::*;
 pub use no_op::*;
@@ -76,6 +81,7 @@ pub fn register_all_ops(r: &OpRegistry) {
     control_flow::register_all_ops(r);
     conv::register_all_ops(r);
     data_flow::register_all_ops(r);
+    logging::register_all_ops(r);
     function::register_all_ops(r);
     image::register_all_ops(r);
     io::register_all_ops(r);

@@ -14,11 +14,12 @@
 //! - [`random`] — seeded random ops (Philox, TensorFlow's generator).
 //! - [`state`] — variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
-//! - [`data_flow`] — queues and stacks.
+//! - [`data_flow`] — queues, stacks and TensorArrays.
 //! - [`function`] — `_Arg`/`_Retval`.
 //! - [`sendrecv`] — `_Send`/`_Recv`.
 //! - [`no_op`] — `NoOp`.
 //! - [`summary`] — TensorBoard summaries.
+//! - [`logging`] — `Assert`.
 //! - [`training`] — optimizer updates (`ApplyAdam`, …).
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`/`MergeV2Checkpoints`/`ShardedFilename` and
 //!   TensorFlow's checkpoint format (the tensor bundle).
@@ -35,6 +36,7 @@ pub mod function;
 pub mod image;
 pub mod io;
 pub mod linalg;
+pub mod logging;
 pub mod math;
 pub mod nn;
 pub mod no_op;
@@ -60,6 +62,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     image::register_all_kernels(r);
     io::register_all_kernels(r);
     linalg::register_all_kernels(r);
+    logging::register_all_kernels(r);
     math::register_all_kernels(r);
     nn::register_all_kernels(r);
     no_op::register_all_kernels(r);

@@ -13,7 +13,7 @@ use crate::registry::{KernelDef, KernelRegistry};
 
 /// Concatenates `parts` (each `[outer, rows[i]]`) row by row into a new tensor of
 /// `shape`.
-fn concat_rows<E: Elem>(
+pub(crate) fn concat_rows<E: Elem>(
     alloc: Allocator<'_>,
     dtype: DType,
     shape: TensorShape,

@@ -12,7 +12,7 @@ use crate::op_kernel::{OpKernel, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 
 /// Cuts `src` (`[outer, Σ rows]`) into pieces `[outer, rows[i]]` of `shapes[i]`.
-fn split_rows<E: Elem>(
+pub(crate) fn split_rows<E: Elem>(
     alloc: Allocator<'_>,
     dtype: DType,
     src: &[E],
