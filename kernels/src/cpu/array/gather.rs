@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{DType, Result, Status, TensorShape, TensorType};
+use graph::{DType, Result, Status, Tensor, TensorShape, TensorType};
 
 use super::elems::{
     coords_string, dispatch_elem, dispatch_index, int_scalar, Elem, IndexElem, INDEX_DTYPES,
@@ -32,22 +32,40 @@ fn index_max(d: DType) -> i64 {
 
 impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let params = ctx.input(0)?;
-        let indices = ctx.input(1)?;
+        let axis = if ctx.num_inputs() == 3 {
+            let a = ctx.input(2)?;
+            if a.rank() != 0 {
+                return Err(Status::invalid_argument("axis must be scalar"));
+            }
+            Some(int_scalar(a)?)
+        } else {
+            None
+        };
+        let out = gather::<E, I>(ctx, ctx.input(0)?, ctx.input(1)?, axis, self.batch_dims)?;
+        ctx.set_output(0, out)
+    }
+}
+
+/// Gathers `indices` from `params` along `axis` (`None`: `batch_dims`) with
+/// `batch_dims` leading batch dimensions, with TensorFlow's checks and messages
+/// (`GatherV2`; `ResourceGather` on a variable's value).
+pub(crate) fn gather<E: Elem, I: IndexElem>(
+    ctx: &OpKernelContext<'_>,
+    params: &Tensor,
+    indices: &Tensor,
+    axis: Option<i64>,
+    batch_dims: i64,
+) -> Result<Tensor> {
+    {
         if params.rank() < 1 {
             return Err(Status::invalid_argument(
                 "params must be at least 1 dimensional",
             ));
         }
         let pr = params.rank() as i64;
-        let (mut axis, axis_is_set) = if ctx.num_inputs() == 3 {
-            let a = ctx.input(2)?;
-            if a.rank() != 0 {
-                return Err(Status::invalid_argument("axis must be scalar"));
-            }
-            (int_scalar(a)?, true)
-        } else {
-            (0, false)
+        let (mut axis, axis_is_set) = match axis {
+            Some(a) => (a, true),
+            None => (0, false),
         };
         let min_rank = if axis < 0 { -axis } else { axis + 1 };
         if pr < min_rank {
@@ -58,7 +76,7 @@ impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
         if axis < 0 {
             axis += pr;
         }
-        let mut bd = self.batch_dims;
+        let mut bd = batch_dims;
         let ir = indices.rank() as i64;
         if bd != 0 {
             if !(-ir..=ir).contains(&bd) {
@@ -123,7 +141,7 @@ impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
             )));
         }
         if shape.num_elements() == 0 {
-            return ctx.set_output(0, ctx.allocate(params.dtype(), shape)?);
+            return ctx.allocate(params.dtype(), shape);
         }
         let src = E::view(params)?;
         let out = E::build(ctx.allocator(), params.dtype(), shape, |o| {
@@ -141,7 +159,7 @@ impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
             }
             Ok(())
         })?;
-        ctx.set_output(0, out)
+        Ok(out)
     }
 }
 
