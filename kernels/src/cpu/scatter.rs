@@ -205,10 +205,9 @@ impl<T: TensorType, I: IndexElem> ScatterKernel<T, I> {
         } else {
             slice_offsets(idx, depth, pd).map_err(|row| {
                 Status::invalid_argument(format!(
-                    "indices{} = {} does not index into param shape {params}, node name: {}",
+                    "indices{} = {} does not index into shape {params}",
                     coords_string(&id[..outer], row),
-                    index_row(idx, depth, row),
-                    self.node
+                    index_row(idx, depth, row)
                 ))
                 .with_node(&self.node)
             })?

@@ -197,7 +197,7 @@ fn nd_forms_address_slices_and_elements() {
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(
         e.message()
-            .contains("indices[0] = [3, 0] does not index into param shape [3,2]"),
+            .contains("indices[0] = [3, 0] does not index into shape [3,2]"),
         "{e}"
     );
 }
@@ -346,4 +346,80 @@ fn resource_gather_reads_rows() {
     let shape = NodeDef::new("vs", "VariableShape").with_input("h");
     let out = run_node_in(&step, shape, vec![h]).unwrap();
     assert_eq!(out[0].to_tensor().unwrap(), Tensor::vector(&[3i32, 2]));
+}
+
+const FIXTURES: &str = include_str!("../../../tests/fixtures/sparse_updates.json");
+
+fn fixture_tensor<T: graph::TensorType>(v: &serde_json::Value, f: impl Fn(f64) -> T) -> Tensor {
+    let shape: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let values: Vec<T> = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| f(x.as_f64().unwrap()))
+        .collect();
+    Tensor::new(&shape, values).unwrap()
+}
+
+/// TensorFlow's `ResourceScatter*` results (gen_sparse_updates.py), checked on
+/// both forms.
+#[test]
+fn scatters_match_tensorflow() {
+    let cases: serde_json::Value = serde_json::from_str(FIXTURES).unwrap();
+    for case in cases["scatter"].as_array().unwrap() {
+        let op = case["op"].as_str().unwrap();
+        let var = fixture_tensor(&case["var"], |x| x as f32);
+        let idx = fixture_tensor(&case["indices"], |x| x as i32);
+        let upd = fixture_tensor(&case["updates"], |x| x as f32);
+        for prefix in ["", "Resource"] {
+            let dev = test_device();
+            let step = test_step(&dev);
+            let (target, read_back): (Entry, bool) = if prefix.is_empty() {
+                (ref_var(&step, var.clone()), false)
+            } else {
+                (resource_var(&step, Some(var.clone())), true)
+            };
+            let r = run_node_in(
+                &step,
+                scatter_node(&format!("{prefix}{op}"), DType::F32),
+                vec![
+                    target.clone(),
+                    Entry::Value(idx.clone()),
+                    Entry::Value(upd.clone()),
+                ],
+            );
+            let what = format!("{prefix}{op}");
+            if let Some(err) = case.get("error") {
+                let e = r.unwrap_err();
+                assert_eq!(e.code(), Code::InvalidArgument, "{what}");
+                let want = err["message"].as_str().unwrap();
+                assert!(e.message().contains(want), "{what}: {e} vs {want}");
+                continue;
+            }
+            r.unwrap();
+            let got = if read_back {
+                read(&step, &target, DType::F32)
+            } else {
+                target.to_tensor().unwrap()
+            };
+            let got = got.to_f64_vec().unwrap();
+            let want: Vec<f64> = case["out"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                    "{what}[{i}]: got {g}, TensorFlow {w}"
+                );
+            }
+        }
+    }
 }

@@ -24,6 +24,8 @@ pub mod sparse;
 pub mod update;
 
 #[cfg(test)]
+mod sparse_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::cpu::array::elems::INDEX_DTYPES;
