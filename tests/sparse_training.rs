@@ -122,8 +122,18 @@ fn train_steps(m: &Model, name: &str, steps: usize, densify: bool) -> Vec<(Vec<f
                 .run(&[], &[&m.emb_value.name(), &m.w_value.name()], &[])
                 .unwrap();
             (
-                out[0].to_f64_vec().unwrap().iter().map(|&v| v as f32).collect(),
-                out[1].to_f64_vec().unwrap().iter().map(|&v| v as f32).collect(),
+                out[0]
+                    .to_f64_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
+                out[1]
+                    .to_f64_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
             )
         })
         .collect()
@@ -143,7 +153,13 @@ fn check_against_tensorflow(name: &str, resource: bool) {
     let f: Value = serde_json::from_str(FIXTURES).unwrap();
     let t = &f["training"];
     let ids: Vec<i32> = floats(&t["ids"]).iter().map(|&v| v as i32).collect();
-    let m = model(&floats(&t["emb"]), &floats(&t["w"]), &ids, &floats(&t["y"]), resource);
+    let m = model(
+        &floats(&t["emb"]),
+        &floats(&t["w"]),
+        &ids,
+        &floats(&t["y"]),
+        resource,
+    );
     let case = t["cases"]
         .as_array()
         .unwrap()
@@ -172,7 +188,9 @@ fn sparse_updates_match_tensorflow() {
 fn sparse_updates_equal_the_dense_path() {
     // Every row is read (some twice), so the sparse updates of Momentum and
     // RMSProp, which leave unread rows alone, agree with the dense ones too.
-    let emb0: Vec<f32> = (0..40).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect();
+    let emb0: Vec<f32> = (0..40)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0)
+        .collect();
     let w0 = [0.3f32, -0.2, 0.5, 0.1];
     let ids = [0i32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 3, 7];
     let y: Vec<f32> = (0..ids.len()).map(|i| (i as f32 - 6.0) / 5.0).collect();

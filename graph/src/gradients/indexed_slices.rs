@@ -182,3 +182,36 @@ pub(crate) fn gate(s: &Scope, grads: Vec<Option<Gradient>>) -> Result<Vec<Option
 pub(crate) fn passes_slices(op: &str) -> bool {
     matches!(op, "Identity" | "Snapshot" | "ReadVariableOp")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gradients::{gradients, sparse_gradients};
+    use crate::{Shape, Tensor};
+
+    #[test]
+    fn gathers_give_rows_and_mixed_uses_are_dense() {
+        let s = Scope::new();
+        let table = ops::placeholder(&s, DType::F32, Shape::known(&[6, 2])).unwrap();
+        let axis = ops::scalar(&s, 0i32).unwrap();
+        let ids = ops::constant(&s, Tensor::vector(&[1i32, 4, 1])).unwrap();
+        let a = ops::gather(&s, &table, &ids, &axis).unwrap();
+        let b = ops::gather(&s, &table, &ids, &axis).unwrap();
+        let g = sparse_gradients(&s, &[a.clone(), b], &[table.clone()], None).unwrap();
+        let Some(Gradient::Sparse(x)) = &g[0] else {
+            panic!("two gathers give rows: {g:?}");
+        };
+        assert_eq!(x.values.op().op_type(), "ConcatV2");
+        let dense = gradients(&s, &[a.clone()], &[table.clone()], None).unwrap();
+        assert_eq!(
+            dense[0].as_ref().unwrap().op().op_type(),
+            "UnsortedSegmentSum"
+        );
+        let c = ops::mul(&s, &table, &table).unwrap();
+        let g = sparse_gradients(&s, &[a, c], &[table], None).unwrap();
+        let Some(Gradient::Dense(d)) = &g[0] else {
+            panic!("a dense use makes the sum dense: {g:?}");
+        };
+        assert_eq!(d.op().op_type(), "AddN");
+    }
+}

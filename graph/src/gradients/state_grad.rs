@@ -24,18 +24,19 @@ fn resource_gather_grad(c: &GradContext<'_>) -> crate::Result<Vec<Option<Gradien
         )));
     }
     let handle = c.input(0)?;
-    let static_shape = c
-        .scope
-        .with_graph(|g| {
-            let id = g.find(handle.op().name())?;
-            let def = &g.node(id).def;
-            if def.op != "VarHandleOp" {
-                return None;
-            }
-            def.get_attr::<crate::Shape>("shape").ok()?.to_tf_dims()
-        });
+    let static_shape = c.scope.with_graph(|g| {
+        let id = g.find(handle.op().name())?;
+        let def = &g.node(id).def;
+        if def.op != "VarHandleOp" {
+            return None;
+        }
+        def.get_attr::<crate::Shape>("shape").ok()?.to_tf_dims()
+    });
     let params_shape = match static_shape {
-        Some(d) => ops::constant(c.scope, crate::Tensor::vector(&d.iter().map(|&v| v as i32).collect::<Vec<_>>()))?,
+        Some(d) => ops::constant(
+            c.scope,
+            crate::Tensor::vector(&d.iter().map(|&v| v as i32).collect::<Vec<_>>()),
+        )?,
         None => ops::variable_shape(c.scope, &handle)?,
     };
     gather_rows_grad(c, params_shape, &c.input(1)?)

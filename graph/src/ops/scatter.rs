@@ -323,7 +323,9 @@ mod tests {
             Some(ScatterOp::Sub)
         );
         assert!(OpRegistry::global().lookup("ScatterNdMul").is_err());
-        assert!(OpRegistry::global().lookup("ResourceScatterNdUpdate").is_ok());
+        assert!(OpRegistry::global()
+            .lookup("ResourceScatterNdUpdate")
+            .is_ok());
     }
 
     #[test]
@@ -338,7 +340,10 @@ mod tests {
         scatter(&s, ScatterOp::Max, &v, &idx, &scalar).unwrap();
         let bad = placeholder(&s, DType::F32, Shape::known(&[2, 4])).unwrap();
         let e = scatter(&s, ScatterOp::Sub, &v, &idx, &bad).unwrap_err();
-        assert!(e.message().contains("indices.shape + params.shape[1:]"), "{e}");
+        assert!(
+            e.message().contains("indices.shape + params.shape[1:]"),
+            "{e}"
+        );
         let nd_idx = placeholder(&s, DType::I32, Shape::known(&[2, 3])).unwrap();
         let e = scatter_nd_ref(&s, ScatterOp::Update, &v, &nd_idx, &good).unwrap_err();
         assert!(e.message().contains("at most the rank"), "{e}");

@@ -199,7 +199,11 @@ impl Optimizer for AdamOptimizer {
                 .attr("dtype", dt)
                 .build()?,
         };
-        group_named(s, &[var_update, m_t.op().clone(), v_t.op().clone()], "update")
+        group_named(
+            s,
+            &[var_update, m_t.op().clone(), v_t.op().clone()],
+            "update",
+        )
     }
 
     fn finish(&self, s: &Scope, updates: &[Operation], name: &str) -> Result<Operation> {
@@ -236,7 +240,8 @@ fn decay_then_scatter(
     match slot.kind() {
         VarKind::Ref => ops::scatter(&after, ScatterOp::Add, &slot.handle(), indices, rows),
         VarKind::Resource => {
-            let scatter = ops::resource_scatter(&after, ScatterOp::Add, &slot.handle(), indices, rows)?;
+            let scatter =
+                ops::resource_scatter(&after, ScatterOp::Add, &slot.handle(), indices, rows)?;
             slot.read(&s.with_control_dependencies(&[&scatter]))
         }
     }

@@ -251,10 +251,16 @@ fn errors_leave_the_variable_unchanged() {
         t(&[1.0, 1.0, 1.0, 1.0]),
     );
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("indices[1] = 3 is not in [0, 3)"), "{e}");
+    assert!(
+        e.message().contains("indices[1] = 3 is not in [0, 3)"),
+        "{e}"
+    );
     assert_eq!(e.node(), Some("s"));
     let e = run("ScatterSub", Tensor::vector(&[-1i32]), t(&[1.0, 1.0]));
-    assert!(e.message().contains("indices[0] = -1 is not in [0, 3)"), "{e}");
+    assert!(
+        e.message().contains("indices[0] = -1 is not in [0, 3)"),
+        "{e}"
+    );
     let e = run(
         "ScatterUpdate",
         Tensor::vector(&[0i32]),
@@ -312,8 +318,15 @@ fn a_held_value_is_never_written() {
         ],
     )
     .unwrap();
-    assert_eq!(before, base(), "a read taken before the update kept its value");
-    assert_eq!(read(&step, &h, DType::F32), t(&[2.0, 3.0, 3.0, 4.0, 5.0, 6.0]));
+    assert_eq!(
+        before,
+        base(),
+        "a read taken before the update kept its value"
+    );
+    assert_eq!(
+        read(&step, &h, DType::F32),
+        t(&[2.0, 3.0, 3.0, 4.0, 5.0, 6.0])
+    );
 }
 
 #[test]
@@ -342,7 +355,10 @@ fn resource_gather_reads_rows() {
         vec![h.clone(), Entry::Value(Tensor::vector(&[3i64]))],
     )
     .unwrap_err();
-    assert!(e.message().contains("indices[0] = 3 is not in [0, 3)"), "{e}");
+    assert!(
+        e.message().contains("indices[0] = 3 is not in [0, 3)"),
+        "{e}"
+    );
     let shape = NodeDef::new("vs", "VariableShape").with_input("h");
     let out = run_node_in(&step, shape, vec![h]).unwrap();
     assert_eq!(out[0].to_tensor().unwrap(), Tensor::vector(&[3i32, 2]));

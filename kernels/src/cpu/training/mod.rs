@@ -78,7 +78,10 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
         ("SparseApplyAdagrad", sparse::SparseFamily::Adagrad),
         ("ResourceSparseApplyAdagrad", sparse::SparseFamily::Adagrad),
         ("SparseApplyMomentum", sparse::SparseFamily::Momentum),
-        ("ResourceSparseApplyMomentum", sparse::SparseFamily::Momentum),
+        (
+            "ResourceSparseApplyMomentum",
+            sparse::SparseFamily::Momentum,
+        ),
         ("SparseApplyRMSProp", sparse::SparseFamily::RmsProp),
         ("ResourceSparseApplyRMSProp", sparse::SparseFamily::RmsProp),
         ("SparseApplyFtrl", sparse::SparseFamily::Ftrl),

@@ -77,7 +77,8 @@ pub fn make(c: &OpKernelConstruction<'_>, family: SparseFamily) -> Result<Box<dy
         }
     };
     let nesterov = flag("use_nesterov")?;
-    let update_slots = !c.node.attr.contains_key("update_slots") || c.attr::<bool>("update_slots")?;
+    let update_slots =
+        !c.node.attr.contains_key("update_slots") || c.attr::<bool>("update_slots")?;
     let linear_by_lr = flag("multiply_linear_by_lr")?;
     let resource = c.op_def.name.starts_with("Resource");
     let ti: DType = c.attr("Tindices")?;
@@ -148,7 +149,12 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
     }
 
     /// TensorFlow's checks; returns the row length and the rows to update.
-    fn check(&self, ts: &[&mut Tensor], grad: &Tensor, indices: &Tensor) -> Result<(usize, Vec<usize>)> {
+    fn check(
+        &self,
+        ts: &[&mut Tensor],
+        grad: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(usize, Vec<usize>)> {
         let var = &ts[0];
         for (k, t) in ts.iter().enumerate().skip(1) {
             if t.shape() != var.shape() {
@@ -161,7 +167,9 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
             }
         }
         if var.rank() < 1 {
-            return Err(Status::invalid_argument("var must be at least 1 dimensional"));
+            return Err(Status::invalid_argument(
+                "var must be at least 1 dimensional",
+            ));
         }
         if indices.rank() != 1 {
             return Err(Status::invalid_argument("indices must be one-dimensional"));
@@ -235,7 +243,9 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
                     return;
                 };
                 let [x, ms, mom] = s else { return };
-                for (((x, ms), mom), &g) in x.iter_mut().zip(ms.iter_mut()).zip(mom.iter_mut()).zip(g) {
+                for (((x, ms), mom), &g) in
+                    x.iter_mut().zip(ms.iter_mut()).zip(mom.iter_mut()).zip(g)
+                {
                     *ms = *ms * rho + g * g * (one - rho);
                     *mom = *mom * momentum + (one / (*ms + epsilon).sqrt()) * lr * g;
                     *x = *x - *mom;
@@ -250,7 +260,8 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
                     (T::zero(), rest[5])
                 };
                 let [x, a, lin] = s else { return };
-                for (((x, a), lin), &g) in x.iter_mut().zip(a.iter_mut()).zip(lin.iter_mut()).zip(g) {
+                for (((x, a), lin), &g) in x.iter_mut().zip(a.iter_mut()).zip(lin.iter_mut()).zip(g)
+                {
                     let new_a = *a + g * g;
                     let g_lin = if v2 { g + two * shrinkage * *x } else { g };
                     let sigma = new_a.powf(-lr_power) - a.powf(-lr_power);

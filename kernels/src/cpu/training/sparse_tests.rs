@@ -32,7 +32,15 @@ fn rest_names(family: &str) -> &'static [&'static str] {
         "Momentum" => &["lr", "grad", "indices", "momentum"],
         "RMSProp" => &["lr", "rho", "momentum", "epsilon", "grad", "indices"],
         "Ftrl" => &["grad", "indices", "lr", "l1", "l2", "lr_power"],
-        _ => &["grad", "indices", "lr", "l1", "l2", "l2_shrinkage", "lr_power"],
+        _ => &[
+            "grad",
+            "indices",
+            "lr",
+            "l1",
+            "l2",
+            "l2_shrinkage",
+            "lr_power",
+        ],
     }
 }
 
@@ -183,7 +191,8 @@ fn sparse_apply_errors() {
     let e = run(row.clone(), Tensor::vector(&[3i32]));
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(
-        e.message().contains("Index 3 at offset 0 in indices is out of range"),
+        e.message()
+            .contains("Index 3 at offset 0 in indices is out of range"),
         "{e}"
     );
     let e = run(row, Tensor::vector(&[0i32, 1]));
@@ -193,7 +202,11 @@ fn sparse_apply_errors() {
         Tensor::vector(&[0i32]),
     );
     assert!(e.message().contains("match in dimension 1"), "{e}");
-    assert_eq!(var.to_tensor().unwrap(), init, "failed updates wrote nothing");
+    assert_eq!(
+        var.to_tensor().unwrap(),
+        init,
+        "failed updates wrote nothing"
+    );
     // an uninitialised resource variable
     let h = NodeDef::new("u", "VarHandleOp")
         .with_attr("dtype", DType::F32)
