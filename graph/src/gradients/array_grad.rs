@@ -9,7 +9,7 @@
 //!   SpaceToDepth, DepthToSpace.
 //! - `scatter`: GatherNd, ScatterNd, TensorScatter*, ReverseSequence, MatrixBandPart.
 
-mod index;
+pub(crate) mod index;
 mod scatter;
 mod space;
 

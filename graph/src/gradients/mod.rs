@@ -6,6 +6,8 @@
 //!
 //! - [`registry`] — gradient functions by op name (TensorFlow's
 //!   `REGISTER_GRADIENT` / `NotDifferentiable`).
+//! - [`indexed_slices`] — sparse gradients ([`IndexedSlices`]) and how
+//!   contributions to one tensor are summed.
 //! - [`math_grad`], [`nn_grad`], [`conv_grad`], [`pooling_grad`], [`array_grad`],
 //!   [`image_grad`], [`control_flow_grad`], [`state_grad`], [`tensor_array_grad`]:
 //!   the gradient functions,
@@ -18,6 +20,7 @@ pub mod array_grad;
 pub mod control_flow_grad;
 pub mod conv_grad;
 pub mod image_grad;
+pub mod indexed_slices;
 pub mod math_grad;
 pub mod nn_grad;
 pub mod pooling_grad;
@@ -41,13 +44,16 @@ pub fn register_all_gradients(r: &GradientRegistry) {
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use indexed_slices::{aggregate, gate, passes_slices};
+
 use crate::builder::{Operation, Output, Scope};
 use crate::node_def::TensorId;
 use crate::{NodeDef, Result, Status};
 
 /// Node name -> its data inputs as (source node, source port), in input order.
 type EdgeMap = HashMap<String, Vec<(String, usize)>>;
-pub use registry::{GradFn, GradientRegistry};
+pub use indexed_slices::{Gradient, IndexedSlices};
+pub use registry::{GradFn, GradientRegistry, SparseGradFn};
 
 /// What a gradient function sees of the op it differentiates.
 pub struct GradContext<'a> {
@@ -116,15 +122,6 @@ fn is_float(o: &Output) -> bool {
     o.dtype().is_float() || o.dtype() == crate::DType::Resource
 }
 
-/// Sums gradient contributions (one stays as is; several become an `AddN`).
-fn aggregate(s: &Scope, mut parts: Vec<Output>) -> Result<Option<Output>> {
-    match parts.len() {
-        0 => Ok(None),
-        1 => Ok(parts.pop()),
-        _ => Ok(Some(s.op("AddN").input_list(&parts).build1()?)),
-    }
-}
-
 /// Adds the gradients of `sum(ys)` with respect to each of `xs` (TensorFlow's
 /// `tf.gradients`): `grad_ys` weights each y (default: ones). Returns one gradient
 /// per x, `None` where x does not affect any y (or only through integer or
@@ -146,7 +143,52 @@ pub fn gradients(
     xs: &[Output],
     grad_ys: Option<&[Output]>,
 ) -> Result<Vec<Option<Output>>> {
+    let g = gradients_impl(s, ys, xs, grad_ys, GradCall::default())?;
+    densify(s, xs, g)
+}
+
+/// [`gradients`], keeping sparse gradients sparse: the gradient of a variable
+/// read only through `Gather`/`GatherV2` (axis 0) or `ResourceGather` is a
+/// [`Gradient::Sparse`] of the gathered rows (TensorFlow's `IndexedSlices`, what
+/// `tf.gradients` returns there), any other a [`Gradient::Dense`].
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::builder::Scope;
+/// use actorflow_graph::gradients::{sparse_gradients, Gradient};
+/// use actorflow_graph::{ops, DType, Shape, Tensor};
+/// let s = Scope::new();
+/// let table = ops::placeholder(&s, DType::F32, Shape::known(&[1000, 8])).unwrap();
+/// let ids = ops::constant(&s, Tensor::vector(&[3i32, 7])).unwrap();
+/// let axis = ops::scalar(&s, 0i32).unwrap();
+/// let rows = ops::gather(&s, &table, &ids, &axis).unwrap();
+/// let g = sparse_gradients(&s, &[rows], &[table], None).unwrap();
+/// assert!(matches!(g[0], Some(Gradient::Sparse(_)))); // two rows, not 1000
+/// ```
+pub fn sparse_gradients(
+    s: &Scope,
+    ys: &[Output],
+    xs: &[Output],
+    grad_ys: Option<&[Output]>,
+) -> Result<Vec<Option<Gradient>>> {
     gradients_impl(s, ys, xs, grad_ys, GradCall::default())
+}
+
+/// Each gradient made dense where it is, next to its x.
+fn densify(s: &Scope, xs: &[Output], grads: Vec<Option<Gradient>>) -> Result<Vec<Option<Output>>> {
+    let gs = s.with_name_scope("gradients");
+    grads
+        .into_iter()
+        .zip(xs)
+        .map(|(g, x)| match g {
+            None => Ok(None),
+            Some(Gradient::Dense(o)) => Ok(Some(o)),
+            Some(g) => {
+                let sc = gs.with_context(s.context_of(x.op().name()));
+                g.to_dense(&sc).map(Some)
+            }
+        })
+        .collect()
 }
 
 /// Where a gradient walk runs: the top level, or the body of a loop's gradient.
@@ -164,33 +206,6 @@ pub(crate) struct GradCall {
     pub(crate) gate: bool,
 }
 
-/// `grads` behind one gate (TensorFlow's `control_flow_ops.tuple`): each becomes an
-/// `Identity` that waits for every one of them. Fewer than two: unchanged.
-fn gate(s: &Scope, grads: Vec<Option<Output>>) -> Result<Vec<Option<Output>>> {
-    let live: Vec<&Output> = grads.iter().flatten().collect();
-    if live.len() < 2 {
-        return Ok(grads);
-    }
-    let s = s.with_name_scope("tuple");
-    let mut g = s.op("NoOp");
-    for o in &live {
-        g = g.control_input(o.op());
-    }
-    let group = g.build()?;
-    grads
-        .into_iter()
-        .map(|o| match o {
-            Some(o) => s
-                .op("Identity")
-                .input(&o)
-                .control_input(&group)
-                .build1()
-                .map(Some),
-            None => Ok(None),
-        })
-        .collect()
-}
-
 /// [`gradients`] with gated gradients (TensorFlow's `gate_gradients=True`, what its
 /// optimizers use: `GATE_OP`): every op's input gradients exist before any is used,
 /// so an update applied as soon as its gradient exists cannot change a variable
@@ -201,6 +216,18 @@ pub fn gated_gradients(
     xs: &[Output],
     grad_ys: Option<&[Output]>,
 ) -> Result<Vec<Option<Output>>> {
+    let g = gated_sparse_gradients(s, ys, xs, grad_ys)?;
+    densify(s, xs, g)
+}
+
+/// [`gated_gradients`], keeping sparse gradients sparse (see
+/// [`sparse_gradients`]): what the optimizers' `compute_gradients` uses.
+pub fn gated_sparse_gradients(
+    s: &Scope,
+    ys: &[Output],
+    xs: &[Output],
+    grad_ys: Option<&[Output]>,
+) -> Result<Vec<Option<Gradient>>> {
     gradients_impl(
         s,
         ys,
@@ -262,7 +289,7 @@ pub(crate) fn gradients_impl(
     xs: &[Output],
     grad_ys: Option<&[Output]>,
     call: GradCall,
-) -> Result<Vec<Option<Output>>> {
+) -> Result<Vec<Option<Gradient>>> {
     if let Some(g) = grad_ys {
         if g.len() != ys.len() {
             return Err(Status::invalid_argument(format!(
@@ -388,7 +415,7 @@ pub(crate) fn gradients_impl(
             }
         })
     };
-    let mut contributions: HashMap<(String, usize), Vec<Output>> = HashMap::new();
+    let mut contributions: HashMap<(String, usize), Vec<Gradient>> = HashMap::new();
     for (i, y) in ys.iter().enumerate() {
         let g = match grad_ys {
             Some(g) => g[i].clone(),
@@ -397,7 +424,7 @@ pub(crate) fn gradients_impl(
         contributions
             .entry((y.op().name().to_owned(), y.index()))
             .or_default()
-            .push(g);
+            .push(Gradient::Dense(g));
     }
     let registry = GradientRegistry::global();
     let mut ready: VecDeque<Unit> = between
@@ -417,7 +444,7 @@ pub(crate) fn gradients_impl(
                 || !inputs
                     .iter()
                     .any(|i| between.contains(&unit(i.op().name()))));
-        let in_grads: Vec<Option<Output>> = match &u {
+        let in_grads: Vec<Option<Gradient>> = match &u {
             Unit::Loop(l) => {
                 let exits = while_grad::loop_exits(s, *l)?;
                 let mut exit_grads = Vec::with_capacity(exits.len());
@@ -425,7 +452,9 @@ pub(crate) fn gradients_impl(
                     let key = (e.op().name().to_owned(), 0);
                     let parts = contributions.remove(&key).unwrap_or_default();
                     let sc = gs.with_context(place(e.op().name()));
-                    exit_grads.push(aggregate(&sc, parts)?.filter(|_| is_float(e)));
+                    // Rows reaching a loop are made dense.
+                    let g = aggregate(&sc, parts)?.filter(|_| is_float(e));
+                    exit_grads.push(g.map(|g| g.to_dense(&sc)).transpose()?);
                 }
                 if exit_grads.iter().all(Option::is_none) {
                     vec![None; inputs.len()]
@@ -434,6 +463,9 @@ pub(crate) fn gradients_impl(
                     // gradient loop goes inside that loop's gradient loop.
                     let sc = gs.with_context(call.target.or_else(|| s.parent_context(*l)));
                     while_grad::loop_gradients(&sc, *l, &exit_grads)?
+                        .into_iter()
+                        .map(|g| g.map(Gradient::Dense))
+                        .collect()
                 }
             }
             Unit::Op(name) => {
@@ -472,7 +504,14 @@ pub(crate) fn gradients_impl(
                 if out_grads.iter().all(Option::is_none) || is_source {
                     vec![None; inputs.len()]
                 } else {
-                    let g = op_gradient(registry, s, &op, &ctx_scope, &inputs, &out_grads)?;
+                    let g = match out_grads.as_slice() {
+                        [Some(Gradient::Sparse(x))] if passes_slices(op.op_type()) => {
+                            let mut g = vec![Some(Gradient::Sparse(x.clone()))];
+                            g.resize(inputs.len(), None);
+                            g
+                        }
+                        _ => op_gradient(registry, s, &op, &ctx_scope, &inputs, &out_grads)?,
+                    };
                     if call.gate {
                         // Only the gradients the walk uses are gated: a gate on an
                         // unused one (a MatMul's gradient for its fed input) would
@@ -519,15 +558,34 @@ pub(crate) fn gradients_impl(
 }
 
 /// Calls the registered gradient function of `op`.
+/// Its output gradients are made dense first; a sparse-aware function
+/// ([`GradientRegistry::register_sparse`]) is preferred to a dense one.
 fn op_gradient(
     registry: &GradientRegistry,
     s: &Scope,
     op: &Operation,
     ctx_scope: &Scope,
     inputs: &[Output],
-    out_grads: &[Option<Output>],
-) -> Result<Vec<Option<Output>>> {
+    out_grads: &[Option<Gradient>],
+) -> Result<Vec<Option<Gradient>>> {
     let name = op.name();
+    let out_grads = out_grads
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.to_dense(ctx_scope)).transpose())
+        .collect::<Result<Vec<_>>>()?;
+    let out_grads = out_grads.as_slice();
+    if let Some(f) = registry.lookup_sparse(op.op_type()) {
+        let def = node_def(s, name)?;
+        let gctx = GradContext {
+            scope: ctx_scope,
+            op,
+            node: &def,
+            inputs,
+            grads: out_grads,
+        };
+        let r = f(&gctx).map_err(|e| e.context(format!("gradient of '{name}'")).with_node(name))?;
+        return check_count(op, r, inputs.len());
+    }
     match registry.lookup(op.op_type()) {
         registry::Lookup::NotDifferentiable => Ok(vec![None; inputs.len()]),
         registry::Lookup::Missing => Err(Status::unimplemented(format!(
@@ -546,15 +604,23 @@ fn op_gradient(
             };
             let r =
                 f(&gctx).map_err(|e| e.context(format!("gradient of '{name}'")).with_node(name))?;
-            if r.len() != inputs.len() {
-                return Err(Status::internal(format!(
-                    "gradient function of {} returned {} gradients for {} inputs",
-                    op.op_type(),
-                    r.len(),
-                    inputs.len()
-                )));
-            }
-            Ok(r)
+            let r = r.into_iter().map(|g| g.map(Gradient::Dense)).collect();
+            check_count(op, r, inputs.len())
         }
     }
+}
+
+fn check_count(
+    op: &Operation,
+    r: Vec<Option<Gradient>>,
+    inputs: usize,
+) -> Result<Vec<Option<Gradient>>> {
+    if r.len() != inputs {
+        return Err(Status::internal(format!(
+            "gradient function of {} returned {} gradients for {inputs} inputs",
+            op.op_type(),
+            r.len(),
+        )));
+    }
+    Ok(r)
 }

@@ -6,16 +6,22 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{OnceLock, RwLock};
 
 use crate::builder::Output;
-use crate::gradients::GradContext;
+use crate::gradients::{GradContext, Gradient};
 use crate::Result;
 
 /// Computes the gradients of an op's inputs from the gradients of its outputs.
 pub type GradFn = fn(&GradContext<'_>) -> Result<Vec<Option<Output>>>;
 
+/// A gradient function that may return sparse gradients
+/// ([`Gradient::Sparse`], TensorFlow's `IndexedSlices`): the gather family's.
+/// Where an op has one, it is used instead of its [`GradFn`].
+pub type SparseGradFn = fn(&GradContext<'_>) -> Result<Vec<Option<Gradient>>>;
+
 /// The registry; see the module docs.
 #[derive(Default)]
 pub struct GradientRegistry {
     fns: RwLock<HashMap<String, GradFn>>,
+    sparse: RwLock<HashMap<String, SparseGradFn>>,
     none: RwLock<HashSet<String>>,
 }
 
@@ -48,6 +54,23 @@ impl GradientRegistry {
             .insert(op.to_owned(), f);
     }
 
+    /// Registers `f` as the sparse-aware gradient of `op` (see [`SparseGradFn`]).
+    pub fn register_sparse(&self, op: &str, f: SparseGradFn) {
+        self.sparse
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(op.to_owned(), f);
+    }
+
+    /// The sparse-aware gradient of `op`, if registered.
+    pub fn lookup_sparse(&self, op: &str) -> Option<SparseGradFn> {
+        self.sparse
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(op)
+            .copied()
+    }
+
     /// Declares `op` not differentiable.
     pub fn not_differentiable(&self, op: &str) {
         self.none
@@ -72,8 +95,8 @@ impl GradientRegistry {
         Lookup::Missing
     }
 
-    /// True when `op` has a gradient function.
+    /// True when `op` has a gradient function (dense or sparse-aware).
     pub fn has_gradient(&self, op: &str) -> bool {
-        matches!(self.lookup(op), Lookup::Found(_))
+        matches!(self.lookup(op), Lookup::Found(_)) || self.lookup_sparse(op).is_some()
     }
 }

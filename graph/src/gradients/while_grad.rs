@@ -200,7 +200,10 @@ pub(crate) fn loop_gradients(
                 stop_at_xs: true,
                 gate: false,
             };
-            let g = gradients_impl(b, &ys, &xs, Some(&v[2..2 + nv]), call)?;
+            let g = gradients_impl(b, &ys, &xs, Some(&v[2..2 + nv]), call)?
+                .into_iter()
+                .map(|g| g.map(|g| g.to_dense(b)).transpose())
+                .collect::<Result<Vec<_>>>()?;
             let mut next = vec![cnt];
             for (k, gk) in g.iter().take(nv).enumerate() {
                 next.push(match gk {

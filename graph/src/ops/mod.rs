@@ -14,6 +14,7 @@
 //! - [`image`] — ResizeBilinear, ResizeNearestNeighbor and their gradients.
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
+//! - [`scatter`] — `ResourceGather` and the scatter updates of variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
 //! - [`data_flow`] — queues, stacks and TensorArrays.
 //! - [`rnn`] — `dynamic_rnn`, `bidirectional_dynamic_rnn`, LSTM and GRU cells.
@@ -24,6 +25,7 @@
 //! - [`summary`] — TensorBoard summaries.
 //! - [`logging`] — `Assert`.
 //! - [`training`] — fused optimizer updates (`ApplyAdam`, `ResourceApplyAdam`, …).
+//! - [`sparse_training`] — their sparse forms (`SparseApplyMomentum`, …).
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`.
 
 pub mod array;
@@ -46,7 +48,9 @@ pub mod pooling;
 pub mod random;
 pub mod reduction;
 pub mod rnn;
+pub mod scatter;
 pub mod sendrecv;
+pub mod sparse_training;
 pub mod state;
 pub mod summary;
 pub mod training;
@@ -69,6 +73,8 @@ pub use parsing::*;
 pub use pooling::*;
 pub use random::*;
 pub use reduction::*;
+pub use scatter::*;
+pub use sparse_training::*;
 pub use state::*;
 pub use training::*;
 
@@ -94,7 +100,9 @@ pub fn register_all_ops(r: &OpRegistry) {
     pooling::register_all_ops(r);
     random::register_all_ops(r);
     reduction::register_all_ops(r);
+    scatter::register_all_ops(r);
     sendrecv::register_all_ops(r);
+    sparse_training::register_all_ops(r);
     state::register_all_ops(r);
     summary::register_all_ops(r);
     training::register_all_ops(r);

@@ -5,12 +5,19 @@
 //! Each step runs `ApplyAdam` per variable with the current powers, then
 //! multiplies the powers by `beta1` and `beta2`.
 //!
+//! Rows of a sparse gradient (duplicates summed) follow TensorFlow's
+//! `_apply_sparse_shared`: every row of `m` and `v` decays (`m = m * beta1`,
+//! an assignment), the gradient's rows are scattered in (`m[i] += g * (1 -
+//! beta1)`, `v[i] += g² * (1 - beta2)`), and the whole variable moves by
+//! `lr_t * m / (sqrt(v) + epsilon)`, as the dense update does.
+//!
 //! TensorFlow keeps the powers in float32 and casts them per variable; here they
 //! have the dtype of the first variable (by name) and are cast for variables of
 //! other dtypes, so float64 models stay float64 throughout.
 
 use crate::builder::{Operation, Output, Scope};
-use crate::ops::{self, AdamInputs, ApplyOptions};
+use crate::gradients::IndexedSlices;
+use crate::ops::{self, AdamInputs, ApplyOptions, ScatterOp};
 use crate::train::optimizer::{constant_of, group_named, read_as, Hyper, Optimizer};
 use crate::train::slots::SlotStore;
 use crate::train::variables::{VarKind, VarRef};
@@ -152,6 +159,53 @@ impl Optimizer for AdamOptimizer {
         }
     }
 
+    fn apply_sparse(&self, s: &Scope, grad: &IndexedSlices, var: &VarRef) -> Result<Operation> {
+        let slot = |n: &str| {
+            self.get_slot(var, n)
+                .ok_or_else(|| Status::internal(format!("no {n} slot for '{}'", var.name())))
+        };
+        let (m, v) = (slot("m")?, slot("v")?);
+        let (p1, p2) = self.powers()?;
+        let dt = var.dtype();
+        let beta1_power = read_as(s, &p1, dt)?;
+        let beta2_power = read_as(s, &p2, dt)?;
+        let lr_t = self.learning_rate.to_output(s, dt, "learning_rate")?;
+        let beta1 = constant_of(s, dt, self.beta1, "beta1")?;
+        let beta2 = constant_of(s, dt, self.beta2, "beta2")?;
+        let epsilon = self.epsilon.to_output(s, dt, "epsilon")?;
+        let one = constant_of(s, dt, 1.0, "one")?;
+        // lr = lr_t * sqrt(1 - beta2_power) / (1 - beta1_power)
+        let lr = ops::div(
+            s,
+            &ops::mul(s, &lr_t, &ops::sqrt(s, &ops::sub(s, &one, &beta2_power)?)?)?,
+            &ops::sub(s, &one, &beta1_power)?,
+        )?;
+        let g = &grad.values;
+        let m_rows = ops::mul(s, g, &ops::sub(s, &one, &beta1)?)?;
+        let m_t = decay_then_scatter(s, &m, &beta1, &grad.indices, &m_rows)?;
+        let v_rows = ops::mul(s, &ops::mul(s, g, g)?, &ops::sub(s, &one, &beta2)?)?;
+        let v_t = decay_then_scatter(s, &v, &beta2, &grad.indices, &v_rows)?;
+        let step = ops::div(
+            s,
+            &ops::mul(s, &lr, &m_t)?,
+            &ops::add(s, &ops::sqrt(s, &v_t)?, &epsilon)?,
+        )?;
+        let var_update = match var.kind() {
+            VarKind::Ref => ops::assign_sub(s, &var.handle(), &step)?.op().clone(),
+            VarKind::Resource => s
+                .op("AssignSubVariableOp")
+                .input(&var.handle())
+                .input(&step)
+                .attr("dtype", dt)
+                .build()?,
+        };
+        group_named(
+            s,
+            &[var_update, m_t.op().clone(), v_t.op().clone()],
+            "update",
+        )
+    }
+
     fn finish(&self, s: &Scope, updates: &[Operation], name: &str) -> Result<Operation> {
         let (p1, p2) = self.powers()?;
         let deps: Vec<&Operation> = updates.iter().collect();
@@ -168,5 +222,27 @@ impl Optimizer for AdamOptimizer {
             all.push(p.assign(&ps, &next)?);
         }
         group_named(s, &all, name)
+    }
+}
+
+/// `slot = slot * decay`, then `slot[indices] += rows`; returns the slot's value
+/// after both (TensorFlow's `state_ops.assign` then `scatter_add`).
+fn decay_then_scatter(
+    s: &Scope,
+    slot: &VarRef,
+    decay: &Output,
+    indices: &Output,
+    rows: &Output,
+) -> Result<Output> {
+    let decayed = ops::mul(s, &slot.read(s)?, decay)?;
+    let assign = slot.assign(s, &decayed)?;
+    let after = s.with_control_dependencies(&[&assign]);
+    match slot.kind() {
+        VarKind::Ref => ops::scatter(&after, ScatterOp::Add, &slot.handle(), indices, rows),
+        VarKind::Resource => {
+            let scatter =
+                ops::resource_scatter(&after, ScatterOp::Add, &slot.handle(), indices, rows)?;
+            slot.read(&s.with_control_dependencies(&[&scatter]))
+        }
     }
 }

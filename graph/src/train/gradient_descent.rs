@@ -1,9 +1,13 @@
 //! [`GradientDescentOptimizer`] (`tf.compat.v1.train.GradientDescentOptimizer`):
 //! `var -= learning_rate * grad`, through `ApplyGradientDescent` or
-//! `ResourceApplyGradientDescent`. No slots.
+//! `ResourceApplyGradientDescent`. No slots. Rows of a sparse gradient are
+//! scattered without summing duplicates first, as TensorFlow does:
+//! `ScatterSub(var, indices, values * lr)` on a reference variable,
+//! `ResourceScatterAdd(var, indices, -values * lr)` on a resource one.
 
 use crate::builder::{Operation, Output, Scope};
-use crate::ops::{self, ApplyOptions};
+use crate::gradients::IndexedSlices;
+use crate::ops::{self, ApplyOptions, ScatterOp};
 use crate::train::optimizer::{Hyper, Optimizer};
 use crate::train::slots::SlotStore;
 use crate::train::variables::{VarKind, VarRef};
@@ -72,6 +76,38 @@ impl Optimizer for GradientDescentOptimizer {
             ),
             VarKind::Resource => {
                 ops::resource_apply_gradient_descent(s, &var.handle(), &lr, grad, opts)
+            }
+        }
+    }
+
+    fn apply_sparse(&self, s: &Scope, grad: &IndexedSlices, var: &VarRef) -> Result<Operation> {
+        self.apply_sparse_duplicate_indices(s, grad, var)
+    }
+
+    fn apply_sparse_duplicate_indices(
+        &self,
+        s: &Scope,
+        grad: &IndexedSlices,
+        var: &VarRef,
+    ) -> Result<Operation> {
+        let lr = self
+            .learning_rate
+            .to_output(s, var.dtype(), "learning_rate")?;
+        match var.kind() {
+            VarKind::Ref => {
+                let delta = ops::mul(s, &grad.values, &lr)?;
+                let out = s
+                    .op("ScatterSub")
+                    .input(&var.handle())
+                    .input(&grad.indices)
+                    .input(&delta)
+                    .attr("use_locking", self.use_locking)
+                    .build1()?;
+                Ok(out.op().clone())
+            }
+            VarKind::Resource => {
+                let delta = ops::mul(s, &ops::neg(s, &grad.values)?, &lr)?;
+                ops::resource_scatter(s, ScatterOp::Add, &var.handle(), &grad.indices, &delta)
             }
         }
     }

@@ -66,7 +66,7 @@ pub use device_setter::{
 pub use global_step::{create_global_step, get_or_create_global_step, global_step, GLOBAL_STEP};
 pub use gradient_descent::GradientDescentOptimizer;
 pub use momentum::MomentumOptimizer;
-pub use optimizer::{GradAndVar, Hyper, Optimizer};
+pub use optimizer::{deduplicate_indexed_slices, GradAndVar, Hyper, Optimizer};
 pub use replicas::{average_gradients, replicate_minimize, ReplicaMode, Replicated};
 pub use rms_prop::RMSPropOptimizer;
 pub use slots::SlotStore;

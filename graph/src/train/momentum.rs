@@ -1,9 +1,12 @@
 //! [`MomentumOptimizer`] (`tf.compat.v1.train.MomentumOptimizer`): one slot,
 //! `momentum` (the accumulator, named `<var>/Momentum`), updated by
 //! `ApplyMomentum`: `accum = accum * momentum + grad; var -= lr * accum`, or
-//! with Nesterov momentum `var -= lr * grad + lr * momentum * accum`.
+//! with Nesterov momentum `var -= lr * grad + lr * momentum * accum`. Rows of a
+//! sparse gradient (duplicates summed) go to `SparseApplyMomentum`, which
+//! updates only those rows of the variable and the accumulator.
 
 use crate::builder::{Operation, Output, Scope};
+use crate::gradients::IndexedSlices;
 use crate::ops::{self, ApplyOptions, MomentumInputs};
 use crate::train::optimizer::{Hyper, Optimizer};
 use crate::train::slots::SlotStore;
@@ -93,5 +96,24 @@ impl Optimizer for MomentumOptimizer {
             VarKind::Ref => Ok(ops::apply_momentum(s, &inputs, opts)?.op().clone()),
             VarKind::Resource => ops::resource_apply_momentum(s, &inputs, opts),
         }
+    }
+
+    fn apply_sparse(&self, s: &Scope, grad: &IndexedSlices, var: &VarRef) -> Result<Operation> {
+        let accum = self
+            .get_slot(var, "momentum")
+            .ok_or_else(|| Status::internal(format!("no momentum slot for '{}'", var.name())))?;
+        let lr = self
+            .learning_rate
+            .to_output(s, var.dtype(), "learning_rate")?;
+        let momentum = self.momentum.to_output(s, var.dtype(), "momentum")?;
+        ops::sparse_apply(
+            s,
+            "Momentum",
+            var.kind() == VarKind::Resource,
+            &[&var.handle(), &accum.handle()],
+            &[&lr, &grad.values, &grad.indices, &momentum],
+            self.use_locking,
+            self.use_nesterov,
+        )
     }
 }

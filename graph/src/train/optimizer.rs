@@ -3,7 +3,12 @@
 //! update op per variable (and the global step's increment), `minimize` does
 //! both. An optimizer implements three hooks — [`Optimizer::create_slots`],
 //! [`Optimizer::apply_dense`] and optionally [`Optimizer::finish`] — and gets
-//! the rest.
+//! the rest. Sparse gradients (the rows a `Gather` read,
+//! [`IndexedSlices`]) go to [`Optimizer::apply_sparse_duplicate_indices`],
+//! which by default sums the rows of duplicate indices and calls
+//! [`Optimizer::apply_sparse`], which by default makes them dense: an
+//! optimizer with a sparse update overrides either (TensorFlow's
+//! `_apply_sparse_duplicate_indices` and `_apply_sparse`).
 //!
 //! Graph layout of `apply_gradients` on an optimizer named `Adam` (names made
 //! unique as usual):
@@ -20,7 +25,7 @@
 //! training step.
 
 use crate::builder::{Operation, Output, Scope};
-use crate::gradients::gated_gradients;
+use crate::gradients::{gated_sparse_gradients, Gradient, IndexedSlices};
 use crate::ops;
 use crate::train::slots::SlotStore;
 use crate::train::variables::{float_scalar, trainable_variables, VarKind, VarRef};
@@ -30,8 +35,9 @@ use crate::{DType, Result, Status};
 /// on the variable).
 #[derive(Clone, Debug)]
 pub struct GradAndVar {
-    /// d(loss)/d(var), shaped like the variable.
-    pub grad: Option<Output>,
+    /// d(loss)/d(var): a tensor shaped like the variable, or rows of it
+    /// (`Output`s convert with `.into()`).
+    pub grad: Option<Gradient>,
     /// The variable.
     pub var: VarRef,
 }
@@ -105,6 +111,22 @@ pub(crate) fn read_as(s: &Scope, v: &VarRef, dtype: DType) -> Result<Output> {
     }
 }
 
+/// `grad` with the rows of each index summed into one (TensorFlow's
+/// `_deduplicate_indexed_slices`: `Unique`, then `UnsortedSegmentSum`).
+pub fn deduplicate_indexed_slices(s: &Scope, grad: &IndexedSlices) -> Result<IndexedSlices> {
+    let u = ops::unique(s, &grad.indices, DType::I32, false)?;
+    let (unique, positions) = match u.as_slice() {
+        [unique, positions, ..] => (unique.clone(), positions.clone()),
+        _ => return Err(Status::internal("Unique has two outputs")),
+    };
+    let n = ops::size(s, &unique)?;
+    Ok(IndexedSlices {
+        values: ops::unsorted_segment_sum(s, &grad.values, &positions, &n)?,
+        indices: unique,
+        dense_shape: grad.dense_shape.clone(),
+    })
+}
+
 /// A `NoOp` named `name` in `s` running after `deps`.
 pub(crate) fn group_named(s: &Scope, deps: &[Operation], name: &str) -> Result<Operation> {
     let mut b = s.op("NoOp").name(name);
@@ -132,7 +154,7 @@ pub(crate) fn group_named(s: &Scope, deps: &[Operation], name: &str) -> Result<O
 /// // gradients of a hand-computed loss gradient, applied with the global step
 /// let g = ops::constant(&s, Tensor::vector(&[0.5f32, -0.5])).unwrap();
 /// let train_op = opt
-///     .apply_gradients(&s, &[train::GradAndVar { grad: Some(g), var: VarRef::from(&w) }], Some(&step))
+///     .apply_gradients(&s, &[train::GradAndVar { grad: Some(g.into()), var: VarRef::from(&w) }], Some(&step))
 ///     .unwrap();
 /// assert_eq!(train_op.name(), "GradientDescent/increment_global_step");
 /// ```
@@ -150,6 +172,24 @@ pub trait Optimizer {
     /// Builds the update of `var` from `grad`, in `s` (the variable's update
     /// name scope, colocated with it).
     fn apply_dense(&self, s: &Scope, grad: &Output, var: &VarRef) -> Result<Operation>;
+
+    /// Builds the update of `var` from rows of its gradient whose indices are
+    /// unique; by default the rows made dense and [`apply_dense`](Optimizer::apply_dense).
+    fn apply_sparse(&self, s: &Scope, grad: &IndexedSlices, var: &VarRef) -> Result<Operation> {
+        self.apply_dense(s, &grad.to_dense(s)?, var)
+    }
+
+    /// Builds the update of `var` from rows of its gradient, indices possibly
+    /// repeated; by default their rows summed
+    /// ([`deduplicate_indexed_slices`]) and [`apply_sparse`](Optimizer::apply_sparse).
+    fn apply_sparse_duplicate_indices(
+        &self,
+        s: &Scope,
+        grad: &IndexedSlices,
+        var: &VarRef,
+    ) -> Result<Operation> {
+        self.apply_sparse(s, &deduplicate_indexed_slices(s, grad)?, var)
+    }
 
     /// Builds what runs after every update (in the optimizer's name scope): by
     /// default a `NoOp` named `name` after `updates`.
@@ -170,7 +210,9 @@ pub trait Optimizer {
     /// Adds the gradients of `loss` (a float scalar or tensor, summed) with
     /// respect to `var_list` (default: the trainable variables) and returns them
     /// paired with their variables, `None` where the loss does not depend on a
-    /// variable. An op on the path without a gradient is `Unimplemented`.
+    /// variable; a variable read only through gathers gets rows
+    /// ([`Gradient::Sparse`]). An op on the path without a gradient is
+    /// `Unimplemented`.
     fn compute_gradients(
         &self,
         s: &Scope,
@@ -192,7 +234,7 @@ pub trait Optimizer {
             )));
         }
         let xs: Vec<Output> = vars.iter().map(VarRef::handle).collect();
-        let grads = gated_gradients(s, std::slice::from_ref(loss), &xs, None)?;
+        let grads = gated_sparse_gradients(s, std::slice::from_ref(loss), &xs, None)?;
         Ok(grads
             .into_iter()
             .zip(vars)
@@ -210,7 +252,7 @@ pub trait Optimizer {
         grads_and_vars: &[GradAndVar],
         global_step: Option<&VarRef>,
     ) -> Result<Operation> {
-        let with_grads: Vec<(&Output, &VarRef)> = grads_and_vars
+        let with_grads: Vec<(&Gradient, &VarRef)> = grads_and_vars
             .iter()
             .filter_map(|gv| gv.grad.as_ref().map(|g| (g, &gv.var)))
             .collect();
@@ -246,10 +288,11 @@ pub trait Optimizer {
             let us = ns
                 .with_name_scope(&format!("update_{}", v.name()))
                 .colocate_with(v.op());
-            updates.push(
-                self.apply_dense(&us, g, v)
-                    .map_err(|e| e.context(format!("updating '{}'", v.name())))?,
-            );
+            let update = match g {
+                Gradient::Dense(g) => self.apply_dense(&us, g, v),
+                Gradient::Sparse(g) => self.apply_sparse_duplicate_indices(&us, g, v),
+            };
+            updates.push(update.map_err(|e| e.context(format!("updating '{}'", v.name())))?);
         }
         let update = self.finish(&ns, &updates, "update")?;
         let Some(step) = global_step else {

@@ -75,9 +75,13 @@ pub fn average_gradients(s: &Scope, per_replica: &[Vec<GradAndVar>]) -> Result<V
                 let vs = s
                     .with_name_scope(&format!("average_{}", gv.var.name()))
                     .colocate_with(gv.var.op());
-                let sum = ops::add_n(&vs, &grads)?;
+                let dense = grads
+                    .iter()
+                    .map(|g| g.to_dense(&vs))
+                    .collect::<Result<Vec<_>>>()?;
+                let sum = ops::add_n(&vs, &dense)?;
                 let scale = constant_of(&vs, gv.var.dtype(), 1.0 / n as f64, "scale")?;
-                Some(ops::mul(&vs, &sum, &scale)?)
+                Some(ops::mul(&vs, &sum, &scale)?.into())
             }
         };
         out.push(GradAndVar {

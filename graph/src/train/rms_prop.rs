@@ -3,8 +3,11 @@
 //! (`<var>/RMSProp_1`, starting at 0), updated by `ApplyRMSProp`:
 //! `ms += (grad² - ms) * (1 - decay)`,
 //! `mom = mom * momentum + lr * grad / sqrt(ms + epsilon)`, `var -= mom`.
+//! Rows of a sparse gradient (duplicates summed) go to `SparseApplyRMSProp`,
+//! which updates only those rows.
 
 use crate::builder::{Operation, Output, Scope};
+use crate::gradients::IndexedSlices;
 use crate::ops::{self, ApplyOptions, RmsPropInputs};
 use crate::train::optimizer::{Hyper, Optimizer};
 use crate::train::slots::SlotStore;
@@ -117,5 +120,27 @@ impl Optimizer for RMSPropOptimizer {
             VarKind::Ref => Ok(ops::apply_rms_prop(s, &inputs, opts)?.op().clone()),
             VarKind::Resource => ops::resource_apply_rms_prop(s, &inputs, opts),
         }
+    }
+
+    fn apply_sparse(&self, s: &Scope, grad: &IndexedSlices, var: &VarRef) -> Result<Operation> {
+        let slot = |n: &str| {
+            self.get_slot(var, n)
+                .ok_or_else(|| Status::internal(format!("no {n} slot for '{}'", var.name())))
+        };
+        let (ms, mom) = (slot("rms")?.handle(), slot("momentum")?.handle());
+        let dt = var.dtype();
+        let lr = self.learning_rate.to_output(s, dt, "learning_rate")?;
+        let rho = self.decay.to_output(s, dt, "decay")?;
+        let momentum = self.momentum.to_output(s, dt, "momentum")?;
+        let epsilon = self.epsilon.to_output(s, dt, "epsilon")?;
+        ops::sparse_apply(
+            s,
+            "RMSProp",
+            var.kind() == VarKind::Resource,
+            &[&var.handle(), &ms, &mom],
+            &[&lr, &rho, &momentum, &epsilon, &grad.values, &grad.indices],
+            self.use_locking,
+            false,
+        )
     }
 }

@@ -374,6 +374,8 @@ impl<O: Optimizer> Optimizer for SyncReplicasOptimizer<O> {
                 continue;
             };
             let vs = with_device_of(&ns, gv.var.op());
+            // The accumulators take dense gradients (rows are made dense).
+            let grad = &grad.to_dense(&vs)?;
             let acc = ConditionalAccumulator::new(
                 &vs,
                 grad.dtype(),
@@ -386,7 +388,7 @@ impl<O: Optimizer> Optimizer for SyncReplicasOptimizer<O> {
             train_ops.push(acc.apply_grad(&vs, grad, &local_step_value)?);
             let n = ops::scalar(&vs, num_required)?;
             aggregated.push(GradAndVar {
-                grad: Some(acc.take_grad(&vs, &n)?),
+                grad: Some(acc.take_grad(&vs, &n)?.into()),
                 var: gv.var.clone(),
             });
             accumulators.push((acc, gv.var.clone()));

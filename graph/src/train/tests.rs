@@ -37,11 +37,11 @@ fn adam_builds_tensorflows_layout() {
             &s,
             &[
                 GradAndVar {
-                    grad: Some(gb),
+                    grad: Some(gb.into()),
                     var: VarRef::from(&b),
                 },
                 GradAndVar {
-                    grad: Some(ga),
+                    grad: Some(ga.into()),
                     var: VarRef::from(&a),
                 },
             ],
@@ -122,7 +122,7 @@ fn adam_builds_tensorflows_layout() {
     opt.apply_gradients(
         &s,
         &[GradAndVar {
-            grad: Some(g2),
+            grad: Some(g2.into()),
             var: VarRef::from(&a),
         }],
         None,
@@ -159,7 +159,7 @@ fn resource_variables_get_resource_slots_and_ops() {
             .apply_gradients(
                 &s,
                 &[GradAndVar {
-                    grad: Some(g.clone()),
+                    grad: Some(g.clone().into()),
                     var: VarRef::from(&r),
                 }],
                 None,
@@ -210,7 +210,7 @@ fn errors_are_clear() {
         .apply_gradients(
             &s,
             &[GradAndVar {
-                grad: Some(g64),
+                grad: Some(g64.into()),
                 var: VarRef::from(&w),
             }],
             None,
@@ -235,7 +235,7 @@ fn errors_are_clear() {
         .apply_gradients(
             &s,
             &[GradAndVar {
-                grad: Some(g),
+                grad: Some(g.into()),
                 var: vr,
             }],
             None,
@@ -254,7 +254,7 @@ fn hyper_parameters_may_be_tensors() {
         .apply_gradients(
             &s,
             &[GradAndVar {
-                grad: Some(g),
+                grad: Some(g.into()),
                 var: VarRef::from(&w),
             }],
             None,

@@ -13,6 +13,7 @@
 //! - [`image`] — bilinear and nearest-neighbour resizing and their gradients.
 //! - [`random`] — seeded random ops (Philox, TensorFlow's generator).
 //! - [`state`] — variables.
+//! - [`scatter`] — `ResourceGather` and scatter updates of variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
 //! - [`data_flow`] — queues, stacks and TensorArrays.
 //! - [`function`] — `_Arg`/`_Retval`.
@@ -43,6 +44,7 @@ pub mod no_op;
 pub mod parsing;
 pub mod random;
 pub mod reduction;
+pub mod scatter;
 pub mod sendrecv;
 pub mod state;
 pub mod strings;
@@ -69,6 +71,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     parsing::register_all_kernels(r);
     random::register_all_kernels(r);
     reduction::register_all_kernels(r);
+    scatter::register_all_kernels(r);
     sendrecv::register_all_kernels(r);
     state::register_all_kernels(r);
     strings::register_all_kernels(r);

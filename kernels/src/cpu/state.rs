@@ -154,7 +154,8 @@ fn make_var_handle(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> {
     }))
 }
 
-fn handle(ctx: &OpKernelContext<'_>) -> Result<ResourceHandle> {
+/// The resource handle of input 0.
+pub(crate) fn handle(ctx: &OpKernelContext<'_>) -> Result<ResourceHandle> {
     let t = ctx.input(0)?;
     t.as_resource_handles()?
         .first()
@@ -164,7 +165,7 @@ fn handle(ctx: &OpKernelContext<'_>) -> Result<ResourceHandle> {
 
 /// The variable behind input 0's handle; a missing one is `FailedPrecondition`, as
 /// reading an uninitialised variable is.
-fn lookup_var(ctx: &OpKernelContext<'_>, dtype: DType) -> Result<Arc<Var>> {
+pub(crate) fn lookup_var(ctx: &OpKernelContext<'_>, dtype: DType) -> Result<Arc<Var>> {
     let h = handle(ctx)?;
     let var = ctx
         .step()

@@ -1,14 +1,16 @@
 //! Gradients of the ops that select elements by position: `Slice` pads the
 //! gradient back to the input's shape, `StridedSlice` scatters it with
 //! `StridedSliceGrad` (whose own gradient is the `StridedSlice` again), and
-//! `Gather`/`GatherV2` sum the gathered slices' gradients into the rows they came
-//! from with `UnsortedSegmentSum` — TensorFlow's `IndexedSlices` gradient made dense.
+//! `Gather`/`GatherV2` along axis 0 give the gathered rows' gradients as
+//! [`IndexedSlices`] (TensorFlow's `_GatherGrad`); along another axis they sum
+//! them into the rows they came from with `UnsortedSegmentSum`. The dense
+//! functions stay registered for callers that look them up directly.
 
 use crate::builder::{Output, Scope};
 use crate::gradients::math_grad::shapes::{
     constant_ints, int_const, shape_of, static_dims, to_i32,
 };
-use crate::gradients::{GradContext, GradientRegistry};
+use crate::gradients::{GradContext, Gradient, GradientRegistry, IndexedSlices};
 use crate::ops::{self, StridedSliceMasks};
 use crate::{DType, Result, Status, Tensor};
 
@@ -232,8 +234,44 @@ fn gather_dense_grad(c: &GradContext<'_>, axis: Option<&Output>) -> Grads {
     Ok(grads)
 }
 
+/// The gradient of `Gather`/`GatherV2` along axis 0 with no batch dimensions
+/// (TensorFlow's `_GatherGrad`): the output gradient's rows, one per index, as
+/// [`IndexedSlices`] of a tensor shaped like `params` (`params_shape`).
+pub(crate) fn gather_rows_grad(
+    c: &GradContext<'_>,
+    params_shape: Output,
+    indices: &Output,
+) -> Result<Vec<Option<Gradient>>> {
+    let s = c.scope;
+    let g = c.grad(0)?;
+    let size = ops::expand_dims_at(s, &ops::size(s, indices)?, 0)?;
+    let inner = match constant_ints(s, &params_shape) {
+        Some(d) if !d.is_empty() => int_const(s, &d[1..], DType::I32)?,
+        _ => ops::slice_at(s, &to_i32(s, &params_shape)?, &[1], &[-1])?,
+    };
+    let values_shape = ops::concat_along(s, &[size.clone(), inner], 0)?;
+    let values = ops::reshape(s, &g, &values_shape)?;
+    let indices = ops::reshape(s, indices, &size)?;
+    let mut grads = vec![Some(Gradient::Sparse(IndexedSlices {
+        values,
+        indices,
+        dense_shape: params_shape,
+    }))];
+    grads.resize(c.inputs.len(), None);
+    Ok(grads)
+}
+
+fn dense(g: Grads) -> Result<Vec<Option<Gradient>>> {
+    Ok(g?.into_iter().map(|g| g.map(Gradient::Dense)).collect())
+}
+
 fn gather_grad(c: &GradContext<'_>) -> Grads {
     gather_dense_grad(c, None)
+}
+
+fn gather_sparse_grad(c: &GradContext<'_>) -> Result<Vec<Option<Gradient>>> {
+    let params_shape = shape_of(c.scope, &c.input(0)?, DType::I32)?;
+    gather_rows_grad(c, params_shape, &c.input(1)?)
 }
 
 fn gather_v2_grad(c: &GradContext<'_>) -> Grads {
@@ -247,6 +285,16 @@ fn gather_v2_grad(c: &GradContext<'_>) -> Grads {
     gather_dense_grad(c, Some(&axis))
 }
 
+/// `GatherV2`: rows ([`IndexedSlices`]) along a constant axis 0, else dense.
+fn gather_v2_sparse_grad(c: &GradContext<'_>) -> Result<Vec<Option<Gradient>>> {
+    let batch_dims: i64 = c.node.get_attr_or("batch_dims", 0)?;
+    let axis0 = matches!(constant_ints(c.scope, &c.input(2)?).as_deref(), Some([0]));
+    if batch_dims != 0 || !axis0 {
+        return dense(gather_v2_grad(c));
+    }
+    gather_sparse_grad(c)
+}
+
 /// Registers the indexing gradients.
 pub(super) fn register(r: &GradientRegistry) {
     r.register("Slice", slice_grad);
@@ -254,4 +302,6 @@ pub(super) fn register(r: &GradientRegistry) {
     r.register("StridedSliceGrad", strided_slice_grad_grad);
     r.register("Gather", gather_grad);
     r.register("GatherV2", gather_v2_grad);
+    r.register_sparse("Gather", gather_sparse_grad);
+    r.register_sparse("GatherV2", gather_v2_sparse_grad);
 }

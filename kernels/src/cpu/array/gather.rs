@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use graph::{DType, Result, Status, TensorShape, TensorType};
+use graph::{DType, Result, Status, Tensor, TensorShape, TensorType};
 
 use super::elems::{
     coords_string, dispatch_elem, dispatch_index, int_scalar, Elem, IndexElem, INDEX_DTYPES,
@@ -32,117 +32,133 @@ fn index_max(d: DType) -> i64 {
 
 impl<E: Elem, I: IndexElem> OpKernel for GatherKernel<E, I> {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let params = ctx.input(0)?;
-        let indices = ctx.input(1)?;
-        if params.rank() < 1 {
-            return Err(Status::invalid_argument(
-                "params must be at least 1 dimensional",
-            ));
-        }
-        let pr = params.rank() as i64;
-        let (mut axis, axis_is_set) = if ctx.num_inputs() == 3 {
+        let axis = if ctx.num_inputs() == 3 {
             let a = ctx.input(2)?;
             if a.rank() != 0 {
                 return Err(Status::invalid_argument("axis must be scalar"));
             }
-            (int_scalar(a)?, true)
+            Some(int_scalar(a)?)
         } else {
-            (0, false)
+            None
         };
-        let min_rank = if axis < 0 { -axis } else { axis + 1 };
-        if pr < min_rank {
-            return Err(Status::invalid_argument(format!(
-                "Shape must be at least rank {min_rank} but is rank {pr}"
-            )));
-        }
-        if axis < 0 {
-            axis += pr;
-        }
-        let mut bd = self.batch_dims;
-        let ir = indices.rank() as i64;
-        if bd != 0 {
-            if !(-ir..=ir).contains(&bd) {
-                return Err(Status::invalid_argument(format!(
-                    "Expected batch_dims in the range [{}, {ir}], but got {bd}",
-                    -ir
-                )));
-            }
-            if bd < 0 {
-                bd += ir;
-            }
-            if !axis_is_set {
-                axis = bd;
-            }
-            if bd >= pr {
-                return Err(Status::invalid_argument(format!(
-                    "batch_dims ({bd}) must be less than rank(params) ({pr})."
-                )));
-            }
-            if axis < bd {
-                return Err(Status::invalid_argument(format!(
-                    "batch_dims ({bd}) must be less than or equal to axis ({axis})."
-                )));
-            }
-            for i in 0..bd as usize {
-                if params.dims()[i] != indices.dims()[i] {
-                    return Err(Status::invalid_argument(format!(
-                        "params.shape[{i}]: {} should be equal to indices.shape[{i}]: {}",
-                        params.dims()[i],
-                        indices.dims()[i]
-                    )));
-                }
-            }
-        }
-        let (axis, bd) = (axis as usize, bd as usize);
-        let pd = params.dims();
-        let gather_dim = pd[axis];
-        if gather_dim as i64 > index_max(I::DTYPE) {
-            return Err(Status::invalid_argument(format!(
-                "params.shape[{axis}] too large for {} indexing: {gather_dim} > {}",
-                I::DTYPE,
-                index_max(I::DTYPE)
-            )));
-        }
-        let mut out_dims = pd[..axis].to_vec();
-        out_dims.extend_from_slice(&indices.dims()[bd..]);
-        out_dims.extend_from_slice(&pd[axis + 1..]);
-        let shape = TensorShape::from(out_dims);
-        let batch: usize = pd[..bd].iter().product();
-        let outer: usize = pd[bd..axis].iter().product();
-        let inner: usize = pd[axis + 1..].iter().product();
-        let per_batch: usize = indices.dims()[bd..].iter().product();
-        let idx = indices.as_slice::<I>()?;
-        if let Some(k) = idx
-            .iter()
-            .position(|v| !matches!(usize::try_from(v.to_i64()), Ok(u) if u < gather_dim))
-        {
-            return Err(Status::invalid_argument(format!(
-                "indices{} = {} is not in [0, {gather_dim})",
-                coords_string(indices.dims(), k),
-                idx[k].to_i64()
-            )));
-        }
-        if shape.num_elements() == 0 {
-            return ctx.set_output(0, ctx.allocate(params.dtype(), shape)?);
-        }
-        let src = E::view(params)?;
-        let out = E::build(ctx.allocator(), params.dtype(), shape, |o| {
-            for b in 0..batch {
-                let bidx = &idx[b * per_batch..(b + 1) * per_batch];
-                for q in 0..outer {
-                    let p0 = (b * outer + q) * gather_dim;
-                    let o0 = (b * outer + q) * per_batch;
-                    for (n, v) in bidx.iter().enumerate() {
-                        let s = (p0 + v.to_i64() as usize) * inner;
-                        let d = (o0 + n) * inner;
-                        o[d..d + inner].clone_from_slice(&src[s..s + inner]);
-                    }
-                }
-            }
-            Ok(())
-        })?;
+        let out = gather::<E, I>(ctx, ctx.input(0)?, ctx.input(1)?, axis, self.batch_dims)?;
         ctx.set_output(0, out)
     }
+}
+
+/// Gathers `indices` from `params` along `axis` (`None`: `batch_dims`) with
+/// `batch_dims` leading batch dimensions, with TensorFlow's checks and messages
+/// (`GatherV2`; `ResourceGather` on a variable's value).
+pub(crate) fn gather<E: Elem, I: IndexElem>(
+    ctx: &OpKernelContext<'_>,
+    params: &Tensor,
+    indices: &Tensor,
+    axis: Option<i64>,
+    batch_dims: i64,
+) -> Result<Tensor> {
+    if params.rank() < 1 {
+        return Err(Status::invalid_argument(
+            "params must be at least 1 dimensional",
+        ));
+    }
+    let pr = params.rank() as i64;
+    let (mut axis, axis_is_set) = match axis {
+        Some(a) => (a, true),
+        None => (0, false),
+    };
+    let min_rank = if axis < 0 { -axis } else { axis + 1 };
+    if pr < min_rank {
+        return Err(Status::invalid_argument(format!(
+            "Shape must be at least rank {min_rank} but is rank {pr}"
+        )));
+    }
+    if axis < 0 {
+        axis += pr;
+    }
+    let mut bd = batch_dims;
+    let ir = indices.rank() as i64;
+    if bd != 0 {
+        if !(-ir..=ir).contains(&bd) {
+            return Err(Status::invalid_argument(format!(
+                "Expected batch_dims in the range [{}, {ir}], but got {bd}",
+                -ir
+            )));
+        }
+        if bd < 0 {
+            bd += ir;
+        }
+        if !axis_is_set {
+            axis = bd;
+        }
+        if bd >= pr {
+            return Err(Status::invalid_argument(format!(
+                "batch_dims ({bd}) must be less than rank(params) ({pr})."
+            )));
+        }
+        if axis < bd {
+            return Err(Status::invalid_argument(format!(
+                "batch_dims ({bd}) must be less than or equal to axis ({axis})."
+            )));
+        }
+        for i in 0..bd as usize {
+            if params.dims()[i] != indices.dims()[i] {
+                return Err(Status::invalid_argument(format!(
+                    "params.shape[{i}]: {} should be equal to indices.shape[{i}]: {}",
+                    params.dims()[i],
+                    indices.dims()[i]
+                )));
+            }
+        }
+    }
+    let (axis, bd) = (axis as usize, bd as usize);
+    let pd = params.dims();
+    let gather_dim = pd[axis];
+    if gather_dim as i64 > index_max(I::DTYPE) {
+        return Err(Status::invalid_argument(format!(
+            "params.shape[{axis}] too large for {} indexing: {gather_dim} > {}",
+            I::DTYPE,
+            index_max(I::DTYPE)
+        )));
+    }
+    let mut out_dims = pd[..axis].to_vec();
+    out_dims.extend_from_slice(&indices.dims()[bd..]);
+    out_dims.extend_from_slice(&pd[axis + 1..]);
+    let shape = TensorShape::from(out_dims);
+    let batch: usize = pd[..bd].iter().product();
+    let outer: usize = pd[bd..axis].iter().product();
+    let inner: usize = pd[axis + 1..].iter().product();
+    let per_batch: usize = indices.dims()[bd..].iter().product();
+    let idx = indices.as_slice::<I>()?;
+    if let Some(k) = idx
+        .iter()
+        .position(|v| !matches!(usize::try_from(v.to_i64()), Ok(u) if u < gather_dim))
+    {
+        return Err(Status::invalid_argument(format!(
+            "indices{} = {} is not in [0, {gather_dim})",
+            coords_string(indices.dims(), k),
+            idx[k].to_i64()
+        )));
+    }
+    if shape.num_elements() == 0 {
+        return ctx.allocate(params.dtype(), shape);
+    }
+    let src = E::view(params)?;
+    let out = E::build(ctx.allocator(), params.dtype(), shape, |o| {
+        for b in 0..batch {
+            let bidx = &idx[b * per_batch..(b + 1) * per_batch];
+            for q in 0..outer {
+                let p0 = (b * outer + q) * gather_dim;
+                let o0 = (b * outer + q) * per_batch;
+                for (n, v) in bidx.iter().enumerate() {
+                    let s = (p0 + v.to_i64() as usize) * inner;
+                    let d = (o0 + n) * inner;
+                    o[d..d + inner].clone_from_slice(&src[s..s + inner]);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 fn make_gather(c: &OpKernelConstruction<'_>, batch_dims: i64) -> Result<Box<dyn OpKernel>> {

@@ -27,7 +27,7 @@ use crate::registry::{KernelDef, KernelRegistry};
 /// The flat offset of every index row of `idx` (depth `depth`) into a tensor of
 /// `dims`, in units of the slice `dims[depth:]`; `Err(row)` names the first row
 /// out of range.
-fn slice_offsets<I: IndexElem>(
+pub(crate) fn slice_offsets<I: IndexElem>(
     idx: &[I],
     depth: usize,
     dims: &[usize],
@@ -48,7 +48,7 @@ fn slice_offsets<I: IndexElem>(
 }
 
 /// `[a, b, c]`: an index row as TensorFlow prints it in these messages.
-fn index_row<I: IndexElem>(idx: &[I], depth: usize, row: usize) -> String {
+pub(crate) fn index_row<I: IndexElem>(idx: &[I], depth: usize, row: usize) -> String {
     let v: Vec<String> = idx[row * depth..(row + 1) * depth]
         .iter()
         .map(|v| v.to_i64().to_string())

@@ -108,7 +108,7 @@ pub struct ApplyKernel<T: FloatType> {
 type Vars = SmallVec<[Arc<Var>; 3]>;
 
 /// The variable behind the resource handle of input `i`.
-fn lookup_var(ctx: &OpKernelContext<'_>, i: usize, dtype: DType) -> Result<Arc<Var>> {
+pub(crate) fn lookup_var(ctx: &OpKernelContext<'_>, i: usize, dtype: DType) -> Result<Arc<Var>> {
     let h: ResourceHandle = ctx
         .input(i)?
         .as_resource_handles()?

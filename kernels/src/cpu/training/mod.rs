@@ -4,6 +4,8 @@
 //!
 //! - [`update`] — the element-wise math of each optimizer, as stages that each
 //!   write one variable (slots first, the variable itself last).
+//! - [`sparse`] — the `SparseApply*` kernels (Adagrad, Momentum, RMSProp,
+//!   Ftrl, FtrlV2): the same math on the rows named by `indices`.
 //! - [`apply`] — the one generic kernel: finds the variables (reference inputs or
 //!   resource handles), validates shapes and scalars, and runs the stages under
 //!   the locking discipline `use_locking` asks for.
@@ -18,11 +20,15 @@
 //! `var` also as `accum`) is `InvalidArgument`.
 
 pub mod apply;
+pub mod sparse;
 pub mod update;
 
 #[cfg(test)]
+mod sparse_tests;
+#[cfg(test)]
 mod tests;
 
+use crate::cpu::array::elems::INDEX_DTYPES;
 use crate::cpu::types::FLOAT_DTYPES;
 use crate::registry::{KernelDef, KernelRegistry};
 
@@ -68,4 +74,32 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
         })
         .type_constraint("T", FLOAT_DTYPES),
     );
+    for (op, family) in [
+        ("SparseApplyAdagrad", sparse::SparseFamily::Adagrad),
+        ("ResourceSparseApplyAdagrad", sparse::SparseFamily::Adagrad),
+        ("SparseApplyMomentum", sparse::SparseFamily::Momentum),
+        (
+            "ResourceSparseApplyMomentum",
+            sparse::SparseFamily::Momentum,
+        ),
+        ("SparseApplyRMSProp", sparse::SparseFamily::RmsProp),
+        ("ResourceSparseApplyRMSProp", sparse::SparseFamily::RmsProp),
+        ("SparseApplyFtrl", sparse::SparseFamily::Ftrl),
+        ("ResourceSparseApplyFtrl", sparse::SparseFamily::Ftrl),
+        ("SparseApplyFtrlV2", sparse::SparseFamily::FtrlV2),
+        ("ResourceSparseApplyFtrlV2", sparse::SparseFamily::FtrlV2),
+    ] {
+        let factory: crate::KernelFactory = match family {
+            sparse::SparseFamily::Adagrad => |c| sparse::make(c, sparse::SparseFamily::Adagrad),
+            sparse::SparseFamily::Momentum => |c| sparse::make(c, sparse::SparseFamily::Momentum),
+            sparse::SparseFamily::RmsProp => |c| sparse::make(c, sparse::SparseFamily::RmsProp),
+            sparse::SparseFamily::Ftrl => |c| sparse::make(c, sparse::SparseFamily::Ftrl),
+            sparse::SparseFamily::FtrlV2 => |c| sparse::make(c, sparse::SparseFamily::FtrlV2),
+        };
+        r.register(
+            KernelDef::cpu(op, factory)
+                .type_constraint("T", FLOAT_DTYPES)
+                .type_constraint("Tindices", INDEX_DTYPES),
+        );
+    }
 }

@@ -1,0 +1,208 @@
+//! Embedding models trained with sparse gradients: `compute_gradients` gives the
+//! embedding table's gradient as rows (`IndexedSlices`), every optimizer applies
+//! them with its sparse update, and the variables after each step match
+//! TensorFlow's (`kernels/tests/fixtures/gen_sparse_updates.py`, "training") and,
+//! where every row is read, the same model trained with the gradient made dense.
+
+use actorflow::graph::gradients::Gradient;
+use actorflow::train::{
+    self, AdamOptimizer, GradAndVar, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
+    RMSPropOptimizer, VarRef,
+};
+use actorflow::{ops, DType, Output, Scope, Session, SessionOptions, Tensor};
+use serde_json::Value;
+
+const FIXTURES: &str = include_str!("../kernels/tests/fixtures/sparse_updates.json");
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .expect("fixture arrays are arrays")
+        .iter()
+        .map(|x| x.as_f64().expect("fixture values are numbers") as f32)
+        .collect()
+}
+
+fn optimizer(name: &str) -> Box<dyn Optimizer> {
+    match name {
+        "GradientDescent" => Box::new(GradientDescentOptimizer::new(0.1)),
+        "Momentum" => Box::new(MomentumOptimizer::new(0.1, 0.9)),
+        "RMSProp" => Box::new(
+            RMSPropOptimizer::new(0.01)
+                .decay(0.9)
+                .momentum(0.5)
+                .epsilon(1e-7),
+        ),
+        "Adam" => Box::new(AdamOptimizer::new(0.05)),
+        other => panic!("no optimizer {other}"),
+    }
+}
+
+struct Model {
+    scope: Scope,
+    emb: VarRef,
+    w: VarRef,
+    emb_value: Output,
+    w_value: Output,
+    loss: Output,
+}
+
+/// `mean((gather(emb, ids) @ w - y)²)` with an embedding table `emb` (10x4)
+/// read by `ResourceGather` (resource) or `GatherV2` of its read (reference).
+fn model(emb0: &[f32], w0: &[f32], ids: &[i32], y: &[f32], resource: bool) -> Model {
+    let s = Scope::new();
+    let make = |name: &str, t: Tensor| -> (VarRef, Output) {
+        let init = ops::constant(&s, t).unwrap();
+        if resource {
+            let v = ops::ResourceVariable::new(&s, name, &init, true).unwrap();
+            (VarRef::from(&v), v.value)
+        } else {
+            let v = ops::Variable::new(&s, name, &init, true).unwrap();
+            (VarRef::from(&v), v.value)
+        }
+    };
+    let (emb, emb_value) = make("emb", Tensor::new(&[10, 4], emb0.to_vec()).unwrap());
+    let (w, w_value) = make("w", Tensor::new(&[4, 1], w0.to_vec()).unwrap());
+    let idx = ops::constant(&s, Tensor::vector(ids)).unwrap();
+    let rows = if resource {
+        ops::resource_gather(&s, &emb.handle(), &idx, DType::F32).unwrap()
+    } else {
+        let axis = ops::scalar(&s, 0i32).unwrap();
+        ops::gather(&s, &emb_value, &idx, &axis).unwrap()
+    };
+    let y = ops::constant(&s, Tensor::new(&[ids.len(), 1], y.to_vec()).unwrap()).unwrap();
+    let pred = ops::mat_mul(&s, &rows, &w_value, false, false).unwrap();
+    let r = ops::sub(&s, &pred, &y).unwrap();
+    let loss = ops::mean_axes(&s, &ops::square(&s, &r).unwrap(), &[0, 1], false).unwrap();
+    Model {
+        scope: s,
+        emb,
+        w,
+        emb_value,
+        w_value,
+        loss,
+    }
+}
+
+/// Trains `steps` steps (with the embedding's gradient made dense when
+/// `densify`) and returns (emb, w) after each.
+fn train_steps(m: &Model, name: &str, steps: usize, densify: bool) -> Vec<(Vec<f32>, Vec<f32>)> {
+    let s = &m.scope;
+    let opt = optimizer(name);
+    let mut gv = opt.compute_gradients(s, &m.loss, None).unwrap();
+    let emb_grad = gv
+        .iter()
+        .find(|g| g.var.name() == m.emb.name())
+        .and_then(|g| g.grad.clone())
+        .unwrap();
+    assert!(
+        matches!(emb_grad, Gradient::Sparse(_)),
+        "the embedding's gradient is rows"
+    );
+    assert!(matches!(
+        gv.iter().find(|g| g.var.name() == m.w.name()).unwrap().grad,
+        Some(Gradient::Dense(_))
+    ));
+    if densify {
+        gv = gv
+            .into_iter()
+            .map(|g| GradAndVar {
+                grad: g.grad.map(|g| g.to_dense(s).unwrap().into()),
+                var: g.var,
+            })
+            .collect();
+    }
+    let train_op = opt.apply_gradients(s, &gv, None).unwrap();
+    let init = train::global_variables_initializer(s).unwrap();
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    sess.run(&[], &[], &[init.name()]).unwrap();
+    (0..steps)
+        .map(|_| {
+            sess.run(&[], &[], &[train_op.name()]).unwrap();
+            let out = sess
+                .run(&[], &[&m.emb_value.name(), &m.w_value.name()], &[])
+                .unwrap();
+            (
+                out[0]
+                    .to_f64_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
+                out[1]
+                    .to_f64_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * w.abs().max(1.0),
+            "{what}[{i}]: got {g}, want {w}"
+        );
+    }
+}
+
+fn check_against_tensorflow(name: &str, resource: bool) {
+    let f: Value = serde_json::from_str(FIXTURES).unwrap();
+    let t = &f["training"];
+    let ids: Vec<i32> = floats(&t["ids"]).iter().map(|&v| v as i32).collect();
+    let m = model(
+        &floats(&t["emb"]),
+        &floats(&t["w"]),
+        &ids,
+        &floats(&t["y"]),
+        resource,
+    );
+    let case = t["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["optimizer"] == name)
+        .unwrap();
+    let want = case["steps"].as_array().unwrap();
+    let got = train_steps(&m, name, want.len(), false);
+    for (i, ((emb, w), want)) in got.iter().zip(want).enumerate() {
+        let what = format!("{name} resource={resource} step {i}");
+        assert_close(emb, &floats(&want["emb"]), 2e-5, &format!("{what} emb"));
+        assert_close(w, &floats(&want["w"]), 2e-5, &format!("{what} w"));
+    }
+}
+
+#[test]
+fn sparse_updates_match_tensorflow() {
+    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam"] {
+        for resource in [true, false] {
+            check_against_tensorflow(name, resource);
+        }
+    }
+}
+
+#[test]
+fn sparse_updates_equal_the_dense_path() {
+    // Every row is read (some twice), so the sparse updates of Momentum and
+    // RMSProp, which leave unread rows alone, agree with the dense ones too.
+    let emb0: Vec<f32> = (0..40)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0)
+        .collect();
+    let w0 = [0.3f32, -0.2, 0.5, 0.1];
+    let ids = [0i32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 3, 7];
+    let y: Vec<f32> = (0..ids.len()).map(|i| (i as f32 - 6.0) / 5.0).collect();
+    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam"] {
+        for resource in [true, false] {
+            let sparse = train_steps(&model(&emb0, &w0, &ids, &y, resource), name, 5, false);
+            let dense = train_steps(&model(&emb0, &w0, &ids, &y, resource), name, 5, true);
+            for (i, (a, b)) in sparse.iter().zip(&dense).enumerate() {
+                let what = format!("{name} resource={resource} step {i}");
+                assert_close(&a.0, &b.0, 1e-6, &format!("{what} emb"));
+                assert_close(&a.1, &b.1, 1e-6, &format!("{what} w"));
+            }
+        }
+    }
+}
