@@ -93,7 +93,7 @@ fn functional_builders_give_tensorflows_answers() {
             )?;
             Ok(vec![ops::add(b, &sq, &first)?])
         },
-        &[x.clone()],
+        std::slice::from_ref(&x),
         None,
         &o,
     )
@@ -107,7 +107,7 @@ fn functional_builders_give_tensorflows_answers() {
                 &e[0],
             )?])
         },
-        &[x.clone()],
+        std::slice::from_ref(&x),
         None,
         false,
         &o,
@@ -117,7 +117,7 @@ fn functional_builders_give_tensorflows_answers() {
     let sc2 = scan(
         &s,
         |b, a, e| Ok(vec![ops::add(b, &a[0], &total(b, &e[0])?)?]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
         Some(&init),
         true,
         &o,
@@ -126,7 +126,7 @@ fn functional_builders_give_tensorflows_answers() {
     let fl = foldl(
         &s,
         |b, a, e| Ok(vec![ops::mul(b, &a[0], &e[0])?]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
         None,
         &o,
     )
@@ -135,7 +135,7 @@ fn functional_builders_give_tensorflows_answers() {
     let fr = foldr(
         &s,
         |b, a, e| Ok(vec![ops::sub(b, &a[0], &e[0])?]),
-        &[x.clone()],
+        std::slice::from_ref(&x),
         Some(&ones),
         &o,
     )

@@ -356,7 +356,10 @@ fn mlp_train() -> Fixture {
     let gv = opt.compute_gradients(&s, &loss, Some(&vars)).unwrap();
     let grad_ops: Vec<_> = gv
         .iter()
-        .map(|g| g.grad.as_ref().expect("every weight has a gradient").op())
+        .map(|g| {
+            let grad = g.grad.as_ref().and_then(|g| g.as_dense());
+            grad.expect("every weight has a dense gradient").op()
+        })
         .collect();
     let train_op = opt
         .apply_gradients(&s.with_control_dependencies(&grad_ops), &gv, None)

@@ -197,12 +197,18 @@ mod tests {
         let ids = ops::constant(&s, Tensor::vector(&[1i32, 4, 1])).unwrap();
         let a = ops::gather(&s, &table, &ids, &axis).unwrap();
         let b = ops::gather(&s, &table, &ids, &axis).unwrap();
-        let g = sparse_gradients(&s, &[a.clone(), b], &[table.clone()], None).unwrap();
+        let g = sparse_gradients(&s, &[a.clone(), b], std::slice::from_ref(&table), None).unwrap();
         let Some(Gradient::Sparse(x)) = &g[0] else {
             panic!("two gathers give rows: {g:?}");
         };
         assert_eq!(x.values.op().op_type(), "ConcatV2");
-        let dense = gradients(&s, &[a.clone()], &[table.clone()], None).unwrap();
+        let dense = gradients(
+            &s,
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&table),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             dense[0].as_ref().unwrap().op().op_type(),
             "UnsortedSegmentSum"

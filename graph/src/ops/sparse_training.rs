@@ -175,7 +175,7 @@ fn sparse_apply_shape(c: &mut InferenceContext<'_>) -> Result<()> {
         }
     }
     if let (Some(g), Some(v)) = (grad.dims(), var.dims()) {
-        if g.len() != v.len() || g.len() == 0 {
+        if g.len() != v.len() || g.is_empty() {
             return Err(Status::invalid_argument(format!(
                 "var and grad of '{node}' do not have the same rank: {var} and {grad}"
             )));

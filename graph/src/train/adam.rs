@@ -194,7 +194,7 @@ impl Optimizer for AdamOptimizer {
             VarKind::Ref => ops::assign_sub(s, &var.handle(), &step)?.op().clone(),
             VarKind::Resource => s
                 .op("AssignSubVariableOp")
-                .input(&var.handle())
+                .input(var.handle())
                 .input(&step)
                 .attr("dtype", dt)
                 .build()?,

@@ -98,7 +98,7 @@ impl Optimizer for GradientDescentOptimizer {
                 let delta = ops::mul(s, &grad.values, &lr)?;
                 let out = s
                     .op("ScatterSub")
-                    .input(&var.handle())
+                    .input(var.handle())
                     .input(&grad.indices)
                     .input(&delta)
                     .attr("use_locking", self.use_locking)

@@ -294,12 +294,17 @@ fn make_update(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> {
     crate::dispatch_pod_kernel!(value_dtype(c)?, T => build::<T>(c, |d, u| *d = u, no_check::<T>))
 }
 
+/// How an update combines into an element.
+type Combine<T> = fn(&mut T, T);
+/// Checks the updates before any is applied (integer division by zero).
+type CheckUpdates<T> = fn(&[T]) -> Result<()>;
+
 fn make_arith(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> {
     let op = ScatterOp::of_op(&c.op_def.name)
         .ok_or_else(|| Status::internal(format!("{} is no scatter op", c.op_def.name)))?;
     let t = value_dtype(c)?;
     crate::dispatch_numeric!(t, T => {
-        let (combine, check): (fn(&mut T, T), fn(&[T]) -> Result<()>) = match op {
+        let (combine, check): (Combine<T>, CheckUpdates<T>) = match op {
             ScatterOp::Update => (|d, u| *d = u, no_check::<T>),
             ScatterOp::Add => (|d, u| *d = d.tf_add(u), no_check::<T>),
             ScatterOp::Sub => (|d, u| *d = d.tf_sub(u), no_check::<T>),

@@ -87,7 +87,7 @@ fn value_of(step: &StepContext, e: &Entry, resource: bool) -> Vec<f32> {
 
 fn node(family: &str, resource: bool, flags: &Value) -> NodeDef {
     let prefix = if resource { "Resource" } else { "" };
-    let mut n = NodeDef::new("apply", &format!("{prefix}SparseApply{family}"));
+    let mut n = NodeDef::new("apply", format!("{prefix}SparseApply{family}"));
     for _ in 0..1 + slot_names(family).len() + rest_names(family).len() {
         n = n.with_input("x");
     }
