@@ -1,6 +1,6 @@
 //! Higher-order functions over the first dimension of tensors, as TensorFlow's
 //! Python builds them in graph mode (`map_fn.py`, `functional_ops.py`): a
-//! [`while_loop`](super::while_loop) that reads element `i` of each input from a
+//! [`while_loop`] that reads element `i` of each input from a
 //! [`TensorArray`] (the inputs unstacked), calls the function once to build the
 //! body, and writes element `i` of each result into another array, stacked after
 //! the loop. Their gradients are those of the loop and the arrays.

@@ -14,7 +14,7 @@
 //! - [`image`] — ResizeBilinear, ResizeNearestNeighbor and their gradients.
 //! - [`random`] — seeded random number ops.
 //! - [`state`] — reference and resource variables.
-//! - [`scatter`] — `ResourceGather` and the scatter updates of variables.
+//! - [`scatter`](mod@scatter) — `ResourceGather` and the scatter updates of variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
 //! - [`data_flow`] — queues, stacks and TensorArrays.
 //! - [`rnn`] — `dynamic_rnn`, `bidirectional_dynamic_rnn`, LSTM and GRU cells.
