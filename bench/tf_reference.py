@@ -71,6 +71,8 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The v1 RNN cells (lstm_step_ms) live in tf_keras; Keras 3 has none.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -90,6 +92,7 @@ MATMUL_N = 1024
 FIFO_ENQUEUE = 1000
 FIFO_DEQUEUE = 128
 MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
+LSTM_UNITS, LSTM_STEPS, LSTM_BATCH, LSTM_INPUT = 256, 32, 32, 128
 CSV_PIPELINE_SHARDS = 4
 CSV_PIPELINE_RECORDS = 2_000
 CSV_PIPELINE_BATCH = 128
@@ -351,6 +354,24 @@ def mlp_step(grappler=False):
     return (lambda: measure(REPETITION_S, lambda: sess.run(train, feed)) * 1e6), sess.close
 
 
+def lstm_step():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [LSTM_BATCH, LSTM_STEPS, LSTM_INPUT])
+        cell = tf1.nn.rnn_cell.LSTMCell(LSTM_UNITS)
+        out, _ = tf1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        loss = tf.reduce_mean(tf.square(out))
+        train = tf1.train.GradientDescentOptimizer(0.01).minimize(loss)
+        init = tf1.global_variables_initializer()
+    sess = session(g)
+    sess.run(init)
+    i = np.arange(LSTM_BATCH * LSTM_STEPS * LSTM_INPUT)
+    inputs = (((i * 7) % 17).astype(np.float32) / np.float32(16.0) - np.float32(0.5)).reshape(
+        LSTM_BATCH, LSTM_STEPS, LSTM_INPUT
+    )
+    return (lambda: measure(REPETITION_S, lambda: sess.run(train, {x: inputs})) * 1e3), sess.close
+
+
 def csv_input_pipeline():
     tmp = tempfile.mkdtemp(prefix="actorflow_bench_csv_")
     files = []
@@ -549,6 +570,7 @@ WORKLOADS = [
     ("fifo_us_per_single_roundtrip", fifo_roundtrip),
     ("mlp_step_us", mlp_step),
     ("mlp_step_us_grappler", lambda: mlp_step(grappler=True)),
+    ("lstm_step_ms", lstm_step),
     ("csv_pipeline_us_per_record", csv_input_pipeline),
     ("ckpt_save_mib_s", ckpt_save),
     ("ckpt_restore_mib_s", ckpt_restore),

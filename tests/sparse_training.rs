@@ -6,7 +6,7 @@
 
 use actorflow::graph::gradients::Gradient;
 use actorflow::train::{
-    self, AdamOptimizer, GradAndVar, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
+    self, AdagradOptimizer, AdamOptimizer, GradAndVar, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
     RMSPropOptimizer, VarRef,
 };
 use actorflow::{ops, DType, Output, Scope, Session, SessionOptions, Tensor};
@@ -33,6 +33,7 @@ fn optimizer(name: &str) -> Box<dyn Optimizer> {
                 .epsilon(1e-7),
         ),
         "Adam" => Box::new(AdamOptimizer::new(0.05)),
+        "Adagrad" => Box::new(AdagradOptimizer::new(0.1)),
         other => panic!("no optimizer {other}"),
     }
 }
@@ -177,7 +178,7 @@ fn check_against_tensorflow(name: &str, resource: bool) {
 
 #[test]
 fn sparse_updates_match_tensorflow() {
-    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam"] {
+    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam", "Adagrad"] {
         for resource in [true, false] {
             check_against_tensorflow(name, resource);
         }
@@ -194,7 +195,7 @@ fn sparse_updates_equal_the_dense_path() {
     let w0 = [0.3f32, -0.2, 0.5, 0.1];
     let ids = [0i32, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 3, 7];
     let y: Vec<f32> = (0..ids.len()).map(|i| (i as f32 - 6.0) / 5.0).collect();
-    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam"] {
+    for name in ["GradientDescent", "Momentum", "RMSProp", "Adam", "Adagrad"] {
         for resource in [true, false] {
             let sparse = train_steps(&model(&emb0, &w0, &ids, &y, resource), name, 5, false);
             let dense = train_steps(&model(&emb0, &w0, &ids, &y, resource), name, 5, true);

@@ -342,6 +342,43 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
     }))
 }
 
+const LSTM_UNITS: usize = 256;
+const LSTM_STEPS: usize = 32;
+const LSTM_BATCH: usize = 32;
+const LSTM_INPUT: usize = 128;
+
+/// One SGD step of a `dynamic_rnn` LSTM (256 units, 32 steps, batch 32, input
+/// 128; the loss the mean squared output): forward and backward through the
+/// while loop and its TensorArrays, in ms.
+fn lstm_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::graph::ops::rnn::{dynamic_rnn, LstmCell, RnnOptions};
+    use crate::train::{GradientDescentOptimizer, Optimizer};
+    let s = Scope::new();
+    let x = ops::placeholder(
+        &s,
+        DType::F32,
+        Shape::known(&[LSTM_BATCH, LSTM_STEPS, LSTM_INPUT]),
+    )?;
+    let cell = LstmCell::new(&s, LSTM_INPUT, LSTM_UNITS, DType::F32, 1)?;
+    let (out, _) = dynamic_rnn(&s, &cell, &x, DType::F32, &RnnOptions::default())?;
+    let loss = ops::mean_axes(&s, &ops::square(&s, &out)?, &[0, 1, 2], false)?;
+    let train = GradientDescentOptimizer::new(0.01).minimize(&s, &loss, None, None)?;
+    let init = crate::train::global_variables_initializer(&s)?;
+    let sess = session(&s, 1)?;
+    sess.run(&[], &[], &[init.name()])?;
+    let inputs = Tensor::build::<f32>([LSTM_BATCH, LSTM_STEPS, LSTM_INPUT], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, p)| *p = ((i * 7) % 17) as f32 / 16.0 - 0.5)
+    });
+    let (xn, tn) = (x.name(), train.name().to_owned());
+    Ok(Box::new(move || {
+        let run = || sess.run(&[(&xn, inputs.clone())], &[], &[&tn]).map(|_| ());
+        let reps = calibrate(REPETITION, run)?;
+        Ok(time_per_call(reps, run)? * 1e3)
+    }))
+}
+
 /// A small convnet's training step (the classic MNIST layout, batch 16):
 /// conv 5×5×1→16 + bias + ReLU, 2×2 max pool, conv 5×5×16→32 + ReLU, 2×2 max
 /// pool, a 1568→10 dense layer, sparse softmax cross-entropy, SGD.
@@ -720,6 +757,12 @@ pub fn all() -> Vec<Workload> {
             description: "mlp_step_us's step again, to compare with TensorFlow's step under \
                 its default graph optimizations (grappler on: remapper fusions, folding)",
             setup: mlp_step,
+        },
+        Workload {
+            name: "lstm_step_ms",
+            unit: "ms/step",
+            description: "SGD step of a dynamic_rnn LSTM, 256 units, 32 steps, batch 32, input 128",
+            setup: lstm_step,
         },
         Workload {
             name: "compile_us_per_node_10k",

@@ -15,6 +15,7 @@
 //! |---|---|---|
 //! | `ApplyGradientDescent` | `alpha, delta` | `var -= alpha * delta` |
 //! | `ApplyMomentum` | `lr, grad, momentum` | `accum = accum * momentum + grad`; `var -= lr * accum` (Nesterov: `var -= grad * lr + accum * momentum * lr`) |
+//! | `ApplyAdagrad` | `lr, grad` | `accum += grad * grad` (unless `update_slots` is false); `var -= grad * lr * rsqrt(accum)` |
 //! | `ApplyAdam` | `beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad` | see [`apply_adam`] |
 //! | `ApplyRMSProp` | `lr, rho, momentum, epsilon, grad` | see [`apply_rms_prop`] |
 //!
@@ -33,20 +34,31 @@ struct Family {
     vars: &'static [&'static str],
     rest: &'static [(&'static str, bool)],
     nesterov: bool,
+    /// Has `update_slots` (`ApplyAdagrad`: false leaves the accumulator alone).
+    update_slots: bool,
 }
 
 const FAMILIES: &[Family] = &[
+    Family {
+        name: "Adagrad",
+        vars: &["var", "accum"],
+        rest: &[("lr", false), ("grad", true)],
+        nesterov: false,
+        update_slots: true,
+    },
     Family {
         name: "GradientDescent",
         vars: &["var"],
         rest: &[("alpha", false), ("delta", true)],
         nesterov: false,
+        update_slots: false,
     },
     Family {
         name: "Momentum",
         vars: &["var", "accum"],
         rest: &[("lr", false), ("grad", true), ("momentum", false)],
         nesterov: true,
+        update_slots: false,
     },
     Family {
         name: "Adam",
@@ -61,6 +73,7 @@ const FAMILIES: &[Family] = &[
             ("grad", true),
         ],
         nesterov: true,
+        update_slots: false,
     },
     Family {
         name: "RMSProp",
@@ -73,6 +86,7 @@ const FAMILIES: &[Family] = &[
             ("grad", true),
         ],
         nesterov: false,
+        update_slots: false,
     },
 ];
 
@@ -105,14 +119,17 @@ pub fn register_all_ops(r: &OpRegistry) {
             if f.nesterov {
                 b = b.attr("use_nesterov: bool = false");
             }
+            if f.update_slots {
+                b = b.attr("update_slots: bool = true");
+            }
             if resource {
                 b = b.stateful();
             }
             let shape_fn: crate::op_def::ShapeFn = match (f.name, resource) {
                 ("GradientDescent", false) => |c| apply_shape(c, 1, false),
                 ("GradientDescent", true) => |c| apply_shape(c, 1, true),
-                ("Momentum", false) => |c| apply_shape(c, 2, false),
-                ("Momentum", true) => |c| apply_shape(c, 2, true),
+                ("Momentum" | "Adagrad", false) => |c| apply_shape(c, 2, false),
+                ("Momentum" | "Adagrad", true) => |c| apply_shape(c, 2, true),
                 (_, false) => |c| apply_shape(c, 3, false),
                 (_, true) => |c| apply_shape(c, 3, true),
             };
@@ -236,6 +253,31 @@ pub fn resource_apply_gradient_descent(
         &[alpha, delta],
         opts,
     )
+}
+
+/// `ApplyAdagrad(var, accum, lr, grad)`: `accum += grad * grad`, then `var -= grad
+/// * lr / sqrt(accum)`; returns the updated reference.
+pub fn apply_adagrad(
+    s: &Scope,
+    var: &Output,
+    accum: &Output,
+    lr: &Output,
+    grad: &Output,
+    opts: ApplyOptions,
+) -> Result<Output> {
+    build_apply(s, "ApplyAdagrad", &[var, accum], &[lr, grad], opts)?.output(0)
+}
+
+/// `ResourceApplyAdagrad`.
+pub fn resource_apply_adagrad(
+    s: &Scope,
+    var: &Output,
+    accum: &Output,
+    lr: &Output,
+    grad: &Output,
+    opts: ApplyOptions,
+) -> Result<Operation> {
+    build_apply(s, "ResourceApplyAdagrad", &[var, accum], &[lr, grad], opts)
 }
 
 /// The inputs of `ApplyMomentum`, in TensorFlow's order.

@@ -8,7 +8,7 @@
 //! - [`slots`] — optimizer slot variables, colocated with their variable.
 //! - [`optimizer`] — the [`Optimizer`] trait: `compute_gradients`,
 //!   `apply_gradients`, `minimize`.
-//! - [`gradient_descent`], [`momentum`], [`adam`], [`rms_prop`] — the optimizers,
+//! - [`gradient_descent`], [`momentum`], [`adagrad`], [`adam`], [`rms_prop`] — the optimizers,
 //!   each building the fused `Apply*`/`ResourceApply*` op of its family.
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
 //! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
@@ -42,6 +42,7 @@
 //! # let _ = (train_op, init);
 //! ```
 
+pub mod adagrad;
 pub mod adam;
 pub mod device_setter;
 pub mod global_step;
@@ -58,6 +59,7 @@ pub mod variables;
 #[cfg(test)]
 mod tests;
 
+pub use adagrad::AdagradOptimizer;
 pub use adam::AdamOptimizer;
 pub use device_setter::{
     replica_device_setter, round_robin_strategy, with_replica_device_setter, PsStrategy,

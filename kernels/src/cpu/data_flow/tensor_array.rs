@@ -899,3 +899,260 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
         Ok(Box::new(CloseKernel))
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testutil::{run_node_in, test_device, test_step};
+    use crate::Entry;
+    use crate::op_kernel::StepContext;
+    use graph::{Code, DType, NodeDef, Shape, Tensor};
+
+    fn v(t: Tensor) -> Entry {
+        Entry::Value(t)
+    }
+
+    fn flow() -> Entry {
+        v(Tensor::scalar(0f32))
+    }
+
+    fn run(step: &StepContext, node: NodeDef, inputs: Vec<Entry>) -> graph::Result<Vec<Tensor>> {
+        run_node_in(step, node, inputs).map(|o| o.iter().map(|e| e.to_tensor().unwrap()).collect())
+    }
+
+    fn create(step: &StepContext, size: i32, shape: Shape, dynamic: bool, clear: bool) -> Entry {
+        let n = NodeDef::new("ta", "TensorArrayV3")
+            .with_input("size")
+            .with_attr("dtype", DType::F32)
+            .with_attr("element_shape", shape)
+            .with_attr("dynamic_size", dynamic)
+            .with_attr("clear_after_read", clear);
+        v(run(step, n, vec![v(Tensor::scalar(size))])
+            .unwrap()
+            .remove(0))
+    }
+
+    fn write(step: &StepContext, h: &Entry, i: i32, x: Tensor) -> graph::Result<Vec<Tensor>> {
+        let n = NodeDef::new("w", "TensorArrayWriteV3")
+            .with_input("h")
+            .with_input("i")
+            .with_input("v")
+            .with_input("f")
+            .with_attr("T", x.dtype());
+        run(step, n, vec![h.clone(), v(Tensor::scalar(i)), v(x), flow()])
+    }
+
+    fn read(step: &StepContext, h: &Entry, i: i32) -> graph::Result<Tensor> {
+        let n = NodeDef::new("r", "TensorArrayReadV3")
+            .with_input("h")
+            .with_input("i")
+            .with_input("f")
+            .with_attr("dtype", DType::F32);
+        run(step, n, vec![h.clone(), v(Tensor::scalar(i)), flow()]).map(|mut o| o.remove(0))
+    }
+
+    fn grad(step: &StepContext, h: &Entry, source: &str) -> Entry {
+        let n = NodeDef::new("g", "TensorArrayGradV3")
+            .with_input("h")
+            .with_input("f")
+            .with_attr("source", source);
+        v(run(step, n, vec![h.clone(), flow()]).unwrap().remove(0))
+    }
+
+    fn message(r: graph::Result<impl std::fmt::Debug>) -> String {
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        e.message().to_owned()
+    }
+
+    #[test]
+    fn write_once_read_once_and_the_errors() {
+        let dev = test_device();
+        let step = test_step(&dev);
+        let h = create(&step, 2, Shape::known(&[2]), false, true);
+        write(&step, &h, 0, Tensor::vector(&[1f32, 2.0])).unwrap();
+        let m = message(write(&step, &h, 0, Tensor::vector(&[3f32, 4.0])));
+        assert!(m.contains("because it has already been written to"), "{m}");
+        let m = message(write(&step, &h, 2, Tensor::vector(&[3f32, 4.0])));
+        assert!(
+            m.contains("Tried to write to index 2 but array is not resizeable and size is: 2"),
+            "{m}"
+        );
+        let m = message(write(&step, &h, 1, Tensor::vector(&[1f32, 2.0, 3.0])));
+        assert!(
+            m.contains("incompatible with the TensorArray's inferred element shape: [2]"),
+            "{m}"
+        );
+        let m = message(write(&step, &h, 1, Tensor::vector(&[1i32, 2])));
+        assert!(
+            m.contains("TensorArray dtype is float32 but Op is trying to write dtype int32"),
+            "{m}"
+        );
+        assert_eq!(read(&step, &h, 0).unwrap(), Tensor::vector(&[1f32, 2.0]));
+        let m = message(read(&step, &h, 0));
+        assert!(
+            m.contains("Could not read index 0 twice because it was cleared"),
+            "{m}"
+        );
+        // Unwritten, with a fully known element shape: zeros.
+        assert_eq!(read(&step, &h, 1).unwrap(), Tensor::vector(&[0f32, 0.0]));
+        let m = message(read(&step, &h, 5));
+        assert!(
+            m.contains("Tried to read from index 5 but array size is: 2"),
+            "{m}"
+        );
+        let close = NodeDef::new("c", "TensorArrayCloseV3").with_input("h");
+        run(&step, close, vec![h.clone()]).unwrap();
+        let m = message(read(&step, &h, 1));
+        assert!(m.contains("has already been closed"), "{m}");
+        // Unknown element shape: an unwritten read is an error naming why.
+        let h = create(&step, 1, Shape::unknown(), false, true);
+        let m = message(read(&step, &h, 0));
+        assert!(m.contains("the element shape is not fully defined"), "{m}");
+    }
+
+    #[test]
+    fn dynamic_arrays_grow_and_gradient_arrays_sum_writes() {
+        let dev = test_device();
+        let step = test_step(&dev);
+        let h = create(&step, 0, Shape::unknown(), true, false);
+        write(&step, &h, 2, Tensor::vector(&[5f32])).unwrap();
+        let size = NodeDef::new("s", "TensorArraySizeV3")
+            .with_input("h")
+            .with_input("f");
+        assert_eq!(
+            run(&step, size.clone(), vec![h.clone(), flow()]).unwrap()[0],
+            Tensor::scalar(3i32)
+        );
+        write(&step, &h, 0, Tensor::vector(&[1f32])).unwrap();
+        // Read twice without clear_after_read.
+        assert_eq!(read(&step, &h, 2).unwrap(), read(&step, &h, 2).unwrap());
+        // The gradient array: one per source, sized as the forward one, writes sum.
+        let g = grad(&step, &h, "gradients");
+        assert_eq!(
+            run(&step, size.clone(), vec![g.clone(), flow()]).unwrap()[0],
+            Tensor::scalar(3i32)
+        );
+        write(&step, &g, 2, Tensor::vector(&[1f32])).unwrap();
+        write(&step, &g, 2, Tensor::vector(&[2.5f32])).unwrap();
+        let g_again = grad(&step, &h, "gradients");
+        assert_eq!(read(&step, &g_again, 2).unwrap(), Tensor::vector(&[3.5f32]));
+        // Index 0 has the forward element's shape: zeros until written.
+        assert_eq!(read(&step, &g, 0).unwrap(), Tensor::vector(&[0f32]));
+        let m = message(write(&step, &g, 1, Tensor::vector(&[1f32, 2.0])).and(write(
+            &step,
+            &g,
+            1,
+            Tensor::vector(&[1f32]),
+        )));
+        assert!(
+            m.contains("Could not aggregate to TensorArray index 1"),
+            "{m}"
+        );
+        // Another source gets another array; the forward array no longer grows.
+        let other = grad(&step, &h, "gradients_1");
+        assert_eq!(read(&step, &other, 2).unwrap(), Tensor::vector(&[0f32]));
+        let m = message(write(&step, &h, 3, Tensor::vector(&[1f32])));
+        assert!(m.contains("not resizeable"), "{m}");
+        // With a shape to prepend: each gradient element gets the prefix.
+        let n = NodeDef::new("gw", "TensorArrayGradWithShape")
+            .with_input("h")
+            .with_input("f")
+            .with_input("p")
+            .with_attr("source", "gradients_2");
+        let gw = v(run(
+            &step,
+            n,
+            vec![h.clone(), flow(), v(Tensor::vector(&[2i32]))],
+        )
+        .unwrap()
+        .remove(0));
+        assert_eq!(
+            read(&step, &gw, 0).unwrap(),
+            Tensor::zeros(DType::F32, [2usize, 1])
+        );
+    }
+
+    #[test]
+    fn scatter_gather_split_concat() {
+        let dev = test_device();
+        let step = test_step(&dev);
+        let h = create(&step, 3, Shape::unknown(), false, false);
+        let x = Tensor::new(&[3, 2], vec![1f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let scatter = NodeDef::new("sc", "TensorArrayScatterV3")
+            .with_input("h")
+            .with_input("i")
+            .with_input("v")
+            .with_input("f")
+            .with_attr("T", DType::F32);
+        let bad = Tensor::vector(&[0i32, 3, 1]);
+        let m = message(run(
+            &step,
+            scatter.clone(),
+            vec![h.clone(), v(bad), v(x.clone()), flow()],
+        ));
+        assert!(
+            m.contains("Max scatter index must be < array size (3 vs. 3)"),
+            "{m}"
+        );
+        let idx = Tensor::vector(&[2i32, 0, 1]);
+        run(&step, scatter, vec![h.clone(), v(idx), v(x), flow()]).unwrap();
+        let gather = NodeDef::new("ga", "TensorArrayGatherV3")
+            .with_input("h")
+            .with_input("i")
+            .with_input("f")
+            .with_attr("dtype", DType::F32);
+        let got = run(
+            &step,
+            gather,
+            vec![h.clone(), v(Tensor::vector(&[0i32, 2])), flow()],
+        )
+        .unwrap();
+        assert_eq!(
+            got[0],
+            Tensor::new(&[2, 2], vec![3f32, 4.0, 1.0, 2.0]).unwrap()
+        );
+        // split unevenly, concat back with the lengths
+        let h = create(&step, 2, Shape::unknown(), false, true);
+        let split = NodeDef::new("sp", "TensorArraySplitV3")
+            .with_input("h")
+            .with_input("v")
+            .with_input("l")
+            .with_input("f")
+            .with_attr("T", DType::F32);
+        let x = Tensor::vector(&[1f32, 2.0, 3.0]);
+        let m = message(run(
+            &step,
+            split.clone(),
+            vec![
+                h.clone(),
+                v(x.clone()),
+                v(Tensor::vector(&[1i64, 1])),
+                flow(),
+            ],
+        ));
+        assert!(
+            m.contains("Expected sum of lengths to be equal to values.shape[0]"),
+            "{m}"
+        );
+        run(
+            &step,
+            split,
+            vec![
+                h.clone(),
+                v(x.clone()),
+                v(Tensor::vector(&[1i64, 2])),
+                flow(),
+            ],
+        )
+        .unwrap();
+        let concat = NodeDef::new("co", "TensorArrayConcatV3")
+            .with_input("h")
+            .with_input("f")
+            .with_attr("dtype", DType::F32);
+        let got = run(&step, concat, vec![h.clone(), flow()]).unwrap();
+        assert_eq!(got[0], x);
+        assert_eq!(got[1], Tensor::vector(&[1i64, 2]));
+        // every array lives in the step's container
+        assert_eq!(dev.resources.len(&step.step_container), 2);
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use graph::{DType, ResourceHandle, Result, Status, Tensor};
 use smallvec::SmallVec;
 
-use crate::cpu::training::update::{Adam, GradientDescent, Momentum, RmsProp, Update};
+use crate::cpu::training::update::{Adagrad, Adam, GradientDescent, Momentum, RmsProp, Update};
 use crate::cpu::types::FloatType;
 use crate::dispatch_float;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
@@ -21,6 +21,8 @@ pub enum Family {
     GradientDescent,
     /// `ApplyMomentum`.
     Momentum,
+    /// `ApplyAdagrad`.
+    Adagrad,
     /// `ApplyAdam`.
     Adam,
     /// `ApplyRMSProp`.
@@ -32,7 +34,7 @@ impl Family {
     fn vars(self) -> &'static [&'static str] {
         match self {
             Family::GradientDescent => &["var"],
-            Family::Momentum => &["var", "accum"],
+            Family::Momentum | Family::Adagrad => &["var", "accum"],
             Family::Adam => &["var", "m", "v"],
             Family::RmsProp => &["var", "ms", "mom"],
         }
@@ -43,6 +45,7 @@ impl Family {
         match self {
             Family::GradientDescent => &["alpha", "delta"],
             Family::Momentum => &["lr", "grad", "momentum"],
+            Family::Adagrad => &["lr", "grad"],
             Family::Adam => &[
                 "beta1_power",
                 "beta2_power",
@@ -60,7 +63,7 @@ impl Family {
     fn grad_index(self) -> usize {
         match self {
             Family::GradientDescent => 1,
-            Family::Momentum => 1,
+            Family::Momentum | Family::Adagrad => 1,
             Family::Adam => 6,
             Family::RmsProp => 4,
         }
@@ -77,11 +80,17 @@ pub fn make(c: &OpKernelConstruction<'_>, family: Family) -> Result<Box<dyn OpKe
     } else {
         false
     };
+    let update_slots = if c.node.attr.contains_key("update_slots") {
+        c.attr::<bool>("update_slots")?
+    } else {
+        true
+    };
     let resource = c.op_def.name.starts_with("Resource");
     dispatch_float!(t, T => {
         let update: Box<dyn Update<T>> = match family {
             Family::GradientDescent => Box::new(GradientDescent),
             Family::Momentum => Box::new(Momentum { nesterov }),
+            Family::Adagrad => Box::new(Adagrad { update_slots }),
             Family::Adam => Box::new(Adam { nesterov }),
             Family::RmsProp => Box::new(RmsProp),
         };

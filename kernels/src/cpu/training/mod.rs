@@ -1,5 +1,5 @@
 //! Optimizer kernels (TensorFlow's `training_ops.cc`): `ApplyGradientDescent`,
-//! `ApplyMomentum`, `ApplyAdam`, `ApplyRMSProp` and their `ResourceApply*` forms,
+//! `ApplyMomentum`, `ApplyAdagrad`, `ApplyAdam`, `ApplyRMSProp` and their `ResourceApply*` forms,
 //! for the float dtypes.
 //!
 //! - [`update`] — the element-wise math of each optimizer, as stages that each
@@ -43,6 +43,16 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     r.register(
         KernelDef::cpu("ResourceApplyGradientDescent", |c| {
             apply::make(c, apply::Family::GradientDescent)
+        })
+        .type_constraint("T", FLOAT_DTYPES),
+    );
+    r.register(
+        KernelDef::cpu("ApplyAdagrad", |c| apply::make(c, apply::Family::Adagrad))
+            .type_constraint("T", FLOAT_DTYPES),
+    );
+    r.register(
+        KernelDef::cpu("ResourceApplyAdagrad", |c| {
+            apply::make(c, apply::Family::Adagrad)
         })
         .type_constraint("T", FLOAT_DTYPES),
     );

@@ -466,3 +466,45 @@ fn opposite_lock_orders_do_not_deadlock() {
     });
     assert_eq!(a.read().unwrap(), Tensor::vector(&[1.0f32; 8]));
 }
+
+#[test]
+fn hand_computed_adagrad() {
+    // var = [1, 2], accum = [0.1, 3], grad = [0.3, -1], lr = 0.5:
+    // accum += grad² = [0.19, 4]; var -= 0.5 * grad / sqrt(accum)
+    //   = [1 - 0.15 / sqrt(0.19), 2 + 0.5 / 2] = [0.655877..., 2.25]
+    for update_slots in [true, false] {
+        let var = Arc::new(Var::new("v", DType::F64));
+        var.assign(Tensor::vector(&[1.0f64, 2.0]), true).unwrap();
+        let acc = Arc::new(Var::new("a", DType::F64));
+        acc.assign(Tensor::vector(&[0.1f64, 3.0]), true).unwrap();
+        let node = NodeDef::new("ada", "ApplyAdagrad")
+            .with_input("v")
+            .with_input("a")
+            .with_input("lr")
+            .with_input("g")
+            .with_attr("T", DType::F64)
+            .with_attr("update_slots", update_slots);
+        let dev = test_device();
+        let step = test_step(&dev);
+        run_node_in(
+            &step,
+            node,
+            vec![
+                Entry::Ref(Arc::clone(&var)),
+                Entry::Ref(Arc::clone(&acc)),
+                Tensor::scalar(0.5f64).into(),
+                Tensor::vector(&[0.3f64, -1.0]).into(),
+            ],
+        )
+        .unwrap();
+        let want_acc: [f64; 2] = if update_slots { [0.19, 4.0] } else { [0.1, 3.0] };
+        let a = acc.read().unwrap().to_f64_vec().unwrap();
+        let v = var.read().unwrap().to_f64_vec().unwrap();
+        for i in 0..2 {
+            assert!((a[i] - want_acc[i]).abs() < 1e-15, "{a:?}");
+            let g = [0.3, -1.0][i];
+            let want = [1.0, 2.0][i] - 0.5 * g / want_acc[i].sqrt();
+            assert!((v[i] - want).abs() < 1e-15, "{v:?} vs {want}");
+        }
+    }
+}

@@ -39,6 +39,35 @@ impl<T: FloatType> Update<T> for GradientDescent {
     }
 }
 
+/// `ApplyAdagrad` (`rest = [lr, grad]`, variables `[var, accum]`).
+pub struct Adagrad {
+    /// Accumulate the squared gradient (TensorFlow's `update_slots`).
+    pub update_slots: bool,
+}
+
+impl<T: FloatType> Update<T> for Adagrad {
+    fn order(&self) -> &'static [usize] {
+        &[1, 0]
+    }
+
+    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+        if k == 1 {
+            // accum += grad * grad
+            if self.update_slots {
+                for (a, &g) in dst.iter_mut().zip(grad) {
+                    *a = *a + g * g;
+                }
+            }
+        } else {
+            // var -= grad * lr * rsqrt(accum)
+            let lr = rest[0];
+            for ((v, &g), &a) in dst.iter_mut().zip(grad).zip(vals[1]) {
+                *v = *v - g * lr * (one::<T>() / a.sqrt());
+            }
+        }
+    }
+}
+
 /// `ApplyMomentum` (`rest = [lr, grad, momentum]`, variables `[var, accum]`).
 pub struct Momentum {
     /// Nesterov momentum.
