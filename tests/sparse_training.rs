@@ -6,8 +6,8 @@
 
 use actorflow::graph::gradients::Gradient;
 use actorflow::train::{
-    self, AdagradOptimizer, AdamOptimizer, GradAndVar, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
-    RMSPropOptimizer, VarRef,
+    self, AdagradOptimizer, AdamOptimizer, GradAndVar, GradientDescentOptimizer, MomentumOptimizer,
+    Optimizer, RMSPropOptimizer, VarRef,
 };
 use actorflow::{ops, DType, Output, Scope, Session, SessionOptions, Tensor};
 use serde_json::Value;

@@ -902,9 +902,9 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
 
 #[cfg(test)]
 mod tests {
+    use crate::op_kernel::StepContext;
     use crate::testutil::{run_node_in, test_device, test_step};
     use crate::Entry;
-    use crate::op_kernel::StepContext;
     use graph::{Code, DType, NodeDef, Shape, Tensor};
 
     fn v(t: Tensor) -> Entry {

@@ -497,7 +497,11 @@ fn hand_computed_adagrad() {
             ],
         )
         .unwrap();
-        let want_acc: [f64; 2] = if update_slots { [0.19, 4.0] } else { [0.1, 3.0] };
+        let want_acc: [f64; 2] = if update_slots {
+            [0.19, 4.0]
+        } else {
+            [0.1, 3.0]
+        };
         let a = acc.read().unwrap().to_f64_vec().unwrap();
         let v = var.read().unwrap().to_f64_vec().unwrap();
         for i in 0..2 {
