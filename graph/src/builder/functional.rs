@@ -61,14 +61,7 @@ fn leading_dim(s: &Scope, elems: &[Output]) -> Result<(Output, Option<usize>)> {
     }
     let n = match known {
         Some(n) => ops::scalar(s, n as i32)?,
-        None => {
-            let shape = ops::shape(s, first)?;
-            let masks = ops::StridedSliceMasks {
-                shrink_axis_mask: 1,
-                ..Default::default()
-            };
-            ops::strided_slice_at(s, &shape, &[0], &[1], &[1], &masks)?
-        }
+        None => ops::dim_size(s, first, 0)?,
     };
     Ok((n, known))
 }
@@ -89,6 +82,11 @@ fn unstacked(s: &Scope, elems: &[Output], n: &Output) -> Result<Vec<TensorArray>
             TensorArray::new(s, e.dtype(), n, &options)?.unstack(s, e)
         })
         .collect()
+}
+
+/// Element `at` of every array.
+fn read_all(s: &Scope, tas: &[TensorArray], at: &Output) -> Result<Vec<Output>> {
+    tas.iter().map(|ta| ta.read(s, at)).collect()
 }
 
 /// One empty array per result.
@@ -177,10 +175,7 @@ pub fn map_fn(
         |b, v| ops::less(b, &v[0], &n),
         |b, v| {
             let i = &v[0];
-            let xs: Vec<Output> = elems_ta
-                .iter()
-                .map(|ta| ta.read(b, i))
-                .collect::<Result<_>>()?;
+            let xs = read_all(b, &elems_ta, i)?;
             let ys = f(b, &xs)?;
             check_count("map_fn's function", ys.len(), accs.len())?;
             let mut next = vec![ops::add(b, i, &ops::scalar(b, 1i32)?)?];
@@ -217,37 +212,25 @@ pub fn scan(
     let elems_ta = unstacked(&s, elems, &n)?;
     let one = ops::scalar(&s, 1i32)?;
     let last = ops::sub(&s, &n, &one)?;
+    // Without an initializer the first element (the last, reversed) starts the
+    // accumulation and is its first result.
+    let edge = if reverse {
+        last.clone()
+    } else {
+        ops::scalar(&s, 0i32)?
+    };
     let (init, start) = match initializer {
         Some(a) => (a.to_vec(), 0),
-        None => {
-            if elems_ta.len() != elems.len() {
-                return Err(Status::internal("scan: arrays and inputs differ"));
-            }
-            let at = if reverse {
-                last.clone()
-            } else {
-                ops::scalar(&s, 0i32)?
-            };
-            let a = elems_ta
-                .iter()
-                .map(|ta| ta.read(&s, &at))
-                .collect::<Result<Vec<_>>>()?;
-            (a, 1)
-        }
+        None => (read_all(&s, &elems_ta, &edge)?, 1),
     };
     let dtypes: Vec<DType> = init.iter().map(Output::dtype).collect();
     let shapes: Vec<Shape> = init.iter().map(Output::shape).collect();
     let mut accs = accumulators(&s, &dtypes, &shapes, &n, options)?;
     if initializer.is_none() {
-        let at = if reverse {
-            last.clone()
-        } else {
-            ops::scalar(&s, 0i32)?
-        };
         accs = accs
             .iter()
             .zip(&init)
-            .map(|(ta, a)| ta.write(&s, &at, a))
+            .map(|(ta, a)| ta.write(&s, &edge, a))
             .collect::<Result<_>>()?;
     }
     let first = if reverse {
@@ -270,10 +253,7 @@ pub fn scan(
         },
         |b, v| {
             let i = &v[0];
-            let xs: Vec<Output> = elems_ta
-                .iter()
-                .map(|ta| ta.read(b, i))
-                .collect::<Result<_>>()?;
+            let xs = read_all(b, &elems_ta, i)?;
             let a = f(b, &v[1..=k], &xs)?;
             check_count("scan's function", a.len(), k)?;
             let step = ops::scalar(b, if reverse { -1i32 } else { 1i32 })?;
@@ -338,18 +318,12 @@ fn fold(
         (Some(a), true) => (a.to_vec(), n.clone()),
         (None, false) => {
             let zero = ops::scalar(&s, 0i32)?;
-            let a = elems_ta
-                .iter()
-                .map(|ta| ta.read(&s, &zero))
-                .collect::<Result<Vec<_>>>()?;
+            let a = read_all(&s, &elems_ta, &zero)?;
             (a, ops::scalar(&s, 1i32)?)
         }
         (None, true) => {
             let last = ops::sub(&s, &n, &ops::scalar(&s, 1i32)?)?;
-            let a = elems_ta
-                .iter()
-                .map(|ta| ta.read(&s, &last))
-                .collect::<Result<Vec<_>>>()?;
+            let a = read_all(&s, &elems_ta, &last)?;
             (a, last)
         }
     };
@@ -373,10 +347,7 @@ fn fold(
             } else {
                 (v[0].clone(), ops::add(b, &v[0], &one)?)
             };
-            let xs: Vec<Output> = elems_ta
-                .iter()
-                .map(|ta| ta.read(b, &at))
-                .collect::<Result<_>>()?;
+            let xs = read_all(b, &elems_ta, &at)?;
             let a = f(b, &v[1..], &xs)?;
             check_count(&format!("{name}'s function"), a.len(), k)?;
             let mut next = vec![next_i];

@@ -304,19 +304,6 @@ fn swap_batch_time(s: &Scope, x: &Output, rank: usize) -> Result<Output> {
     ops::transpose_perm(s, x, &perm)
 }
 
-/// Dimension `i` of `x`: a constant when known, else read at run time.
-fn dim(s: &Scope, x: &Output, i: usize) -> Result<Output> {
-    if let Some(d) = x.shape().dim(i) {
-        return ops::scalar(s, d as i32);
-    }
-    let shape = ops::shape(s, x)?;
-    let masks = ops::StridedSliceMasks {
-        shrink_axis_mask: 1,
-        ..Default::default()
-    };
-    ops::strided_slice_at(s, &shape, &[i as i64], &[i as i64 + 1], &[1], &masks)
-}
-
 /// `tf.compat.v1.nn.dynamic_rnn`: `cell` over the time dimension of `inputs`
 /// (`[batch, time, depth]`, or `[time, batch, depth]` when `time_major`). Returns
 /// the outputs (same layout as the inputs, width `cell.output_size()`) and the
@@ -363,7 +350,7 @@ pub fn dynamic_rnn(
         }
         None => None,
     };
-    let batch = dim(&s, &x, 1)?;
+    let batch = ops::dim_size(&s, &x, 1)?;
     let state = match &options.initial_state {
         Some(st) => st.clone(),
         None => cell.zero_state(&s, &batch, dtype)?,
@@ -376,7 +363,7 @@ pub fn dynamic_rnn(
         )));
     }
     let ds = s.with_name_scope("dynamic_rnn");
-    let time_steps = dim(&ds, &x, 0)?;
+    let time_steps = ops::dim_size(&ds, &x, 0)?;
     let (const_time, const_batch) = (x.shape().dim(0), x.shape().dim(1));
     let width = cell.output_size();
     let zero_output = zeros(&ds, &batch, width, dtype)?;

@@ -383,6 +383,21 @@ pub fn shape_typed(s: &Scope, x: &Output, out_type: DType) -> Result<Output> {
     s.op("Shape").input(x).attr("out_type", out_type).build1()
 }
 
+/// Dimension `i` of `x` as an int32 scalar: a constant when the builder knows
+/// it, else `shape(x)[i]` read at run time.
+pub fn dim_size(s: &Scope, x: &Output, i: usize) -> Result<Output> {
+    if let Some(d) = x.shape().dim(i) {
+        return crate::ops::scalar(s, d as i32);
+    }
+    let shape = shape(s, x)?;
+    let masks = crate::ops::StridedSliceMasks {
+        shrink_axis_mask: 1,
+        ..Default::default()
+    };
+    let i = i as i64;
+    crate::ops::strided_slice_at(s, &shape, &[i], &[i + 1], &[1], &masks)
+}
+
 /// `ShapeN` (int32): the shape of every input.
 pub fn shape_n(s: &Scope, xs: &[Output]) -> Result<Vec<Output>> {
     Ok(s.op("ShapeN").input_list(xs).build()?.outputs())

@@ -393,19 +393,7 @@ impl TensorArray {
     /// Row `i` of `value` to element `i`, for every row.
     pub fn unstack(&self, s: &Scope, value: &Output) -> Result<TensorArray> {
         let us = s.with_name_scope("TensorArrayUnstack");
-        let rows = match value.shape().dims() {
-            Some(d) if !d.is_empty() && d[0].is_some() => {
-                ops::scalar(&us, d[0].unwrap_or(0) as i32)?
-            }
-            _ => {
-                let shape = ops::shape(&us, value)?;
-                let masks = ops::StridedSliceMasks {
-                    shrink_axis_mask: 1,
-                    ..Default::default()
-                };
-                ops::strided_slice_at(&us, &shape, &[0], &[1], &[1], &masks)?
-            }
-        };
+        let rows = ops::dim_size(&us, value, 0)?;
         let range = ops::range(
             &us,
             &ops::scalar(&us, 0i32)?,
