@@ -107,6 +107,8 @@ fn gather_and_scatter_nd() {
         "TensorScatterUpdate",
         "TensorScatterAdd",
         "TensorScatterSub",
+        "TensorScatterMax",
+        "TensorScatterMin",
     ] {
         check(
             op,
@@ -193,4 +195,30 @@ fn einsum() {
             ops::einsum(s, v, eq)
         });
     }
+}
+
+/// `TensorScatterMax`'s gradient splits ties evenly: TensorFlow 2.21 gives
+/// `d/dx = [0, 2, 1.5, 4]` and `d/dupdates = [1, 1.5, 0]` here (index 2 ties x's 3
+/// with an update's 3; index 0 takes the update 4 over 1 and 0).
+#[test]
+fn tensor_scatter_max_ties() {
+    let s = Scope::new();
+    let x = ops::constant(&s, Tensor::vector(&[1f32, 5.0, 3.0, 0.0])).unwrap();
+    let u = ops::constant(&s, Tensor::vector(&[4f32, 3.0, 0.0])).unwrap();
+    let idx = ints(&s, &[3, 1], &[0, 2, 0]).unwrap();
+    let y = ops::tensor_scatter(&s, "TensorScatterMax", &x, &idx, &u).unwrap();
+    let w = ops::constant(&s, Tensor::vector(&[1f32, 2.0, 3.0, 4.0])).unwrap();
+    let loss = ops::sum_axes(&s, &ops::mul(&s, &y, &w).unwrap(), &[0], false).unwrap();
+    let g =
+        actorflow::graph::gradients::gradients(&s, &[loss], &[x.clone(), u.clone()], None).unwrap();
+    let sess = actorflow::Session::new(&s.graph_def(), Default::default()).unwrap();
+    let names: Vec<String> = g.iter().map(|g| g.as_ref().unwrap().name()).collect();
+    let fetch: Vec<&str> = names.iter().map(String::as_str).collect();
+    let out = sess.run(&[], &fetch, &[]).unwrap();
+    assert_eq!(out[0], Tensor::vector(&[0f32, 2.0, 1.5, 4.0]));
+    assert_eq!(out[1], Tensor::vector(&[1f32, 1.5, 0.0]));
+    let min = ops::tensor_scatter(&s, "TensorScatterMin", &x, &idx, &u).unwrap();
+    let sess = actorflow::Session::new(&s.graph_def(), Default::default()).unwrap();
+    let m = sess.run(&[], &[&min.name()], &[]).unwrap();
+    assert_eq!(m[0], Tensor::vector(&[0f32, 5.0, 3.0, 0.0]));
 }

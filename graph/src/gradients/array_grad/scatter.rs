@@ -7,6 +7,8 @@
 //! - `TensorScatterUpdate`: the gradient with the overwritten slices zeroed for the
 //!   tensor, gathered for the updates; `TensorScatterAdd`/`Sub`: the gradient as is
 //!   for the tensor, gathered (negated for `Sub`) for the updates.
+//! - `TensorScatterMax`/`Min`: the gradient goes to whichever of the tensor's
+//!   element and the updates equal the result, split evenly between ties.
 //! - `ReverseSequence`: the same reversal of the gradient.
 //! - `MatrixBandPart`: the same band of the gradient.
 
@@ -68,8 +70,36 @@ fn matrix_band_part_grad(c: &GradContext<'_>) -> Grads {
 }
 
 /// Registers the n-d indexing, sequence and band gradients.
+/// `TensorScatterMax`/`Min(x, indices, y)` (TensorFlow's
+/// `_TensorScatterMinOrMaxGrad`): an element's gradient goes to `x` where `x`
+/// equals the output and to each update equal to the output there, divided by how
+/// many of them there are.
+fn tensor_scatter_min_max_grad(c: &GradContext<'_>) -> Grads {
+    let s = c.scope;
+    let (x, indices, y, out, g) = (
+        c.input(0)?,
+        c.input(1)?,
+        c.input(2)?,
+        c.output(0)?,
+        c.grad(0)?,
+    );
+    let dt = g.dtype();
+    let x_ind = ops::cast(s, &ops::equal(s, &x, &out)?, dt)?;
+    let y_out = ops::gather_nd(s, &out, &indices)?;
+    let y_ind = ops::cast(s, &ops::equal(s, &y, &y_out)?, dt)?;
+    let shape = shape_of(s, &x, indices.dtype())?;
+    let ys_ind = ops::scatter_nd(s, &indices, &y_ind, &shape)?;
+    let count = ops::add(s, &x_ind, &ys_ind)?;
+    let share = ops::real_div(s, &g, &count)?;
+    let x_grad = ops::mul(s, &share, &x_ind)?;
+    let y_grad = ops::mul(s, &ops::gather_nd(s, &share, &indices)?, &y_ind)?;
+    Ok(vec![Some(x_grad), None, Some(y_grad)])
+}
+
 pub(super) fn register(r: &GradientRegistry) {
-    let table: [(&str, GradFn); 7] = [
+    let table: [(&str, GradFn); 9] = [
+        ("TensorScatterMax", tensor_scatter_min_max_grad),
+        ("TensorScatterMin", tensor_scatter_min_max_grad),
         ("GatherNd", gather_nd_grad),
         ("ScatterNd", scatter_nd_grad),
         ("TensorScatterUpdate", tensor_scatter_grad),

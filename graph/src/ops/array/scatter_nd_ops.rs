@@ -41,6 +41,8 @@ pub(super) fn register_ops(r: &OpRegistry) {
         ("TensorScatterUpdate", "{int16, int32, int64, uint16}"),
         ("TensorScatterAdd", "{int32, int64}"),
         ("TensorScatterSub", "{int32, int64}"),
+        ("TensorScatterMax", "{int32, int64}"),
+        ("TensorScatterMin", "{int32, int64}"),
     ] {
         r.register(
             OpDef::build(name)
@@ -164,7 +166,7 @@ pub fn scatter_nd(s: &Scope, indices: &Output, updates: &Output, shape: &Output)
         .build1()
 }
 
-/// `TensorScatterUpdate`/`Add`/`Sub` (`op`): `tensor` with `updates` written,
+/// `TensorScatterUpdate`/`Add`/`Sub`/`Max`/`Min` (`op`): `tensor` with `updates` written,
 /// added or subtracted at `indices`.
 pub fn tensor_scatter(
     s: &Scope,

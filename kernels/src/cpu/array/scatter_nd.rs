@@ -2,7 +2,8 @@
 //! `gather_nd_op.cc` and `scatter_nd_op.cc`): `GatherNd` copies the slices
 //! `params[index]`; `ScatterNd` sums updates into zeros of a given shape (booleans
 //! or-ed, strings concatenated, as TensorFlow's `ADD` does for them);
-//! `TensorScatterUpdate`/`Add`/`Sub` assign, add or subtract them into a copy of a
+//! `TensorScatterUpdate`/`Add`/`Sub`/`Max`/`Min` assign, add, subtract or keep the
+//! larger or smaller of them into a copy of a
 //! tensor (the last of duplicate assignments wins).
 //!
 //! Each index is a row of `indices`' last dimension (its depth `r`) and selects the
@@ -178,6 +179,12 @@ fn add<T: Arith>(a: &mut T, b: &T) {
 }
 fn sub<T: Arith>(a: &mut T, b: &T) {
     *a = a.tf_sub(*b);
+}
+fn max<T: Arith>(a: &mut T, b: &T) {
+    *a = a.tf_max(*b);
+}
+fn min<T: Arith>(a: &mut T, b: &T) {
+    *a = a.tf_min(*b);
 }
 fn or(a: &mut bool, b: &bool) {
     *a |= *b;
@@ -373,6 +380,12 @@ fn make_scatter(c: &OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> {
         ("TensorScatterSub", _) => {
             crate::dispatch_numeric!(t, T => scatter::<T>(c, sub::<T>))
         }
+        ("TensorScatterMax", _) => {
+            crate::dispatch_numeric!(t, T => scatter::<T>(c, max::<T>))
+        }
+        ("TensorScatterMin", _) => {
+            crate::dispatch_numeric!(t, T => scatter::<T>(c, min::<T>))
+        }
         _ => crate::dispatch_numeric!(t, T => scatter::<T>(c, add::<T>)),
     }
 }
@@ -405,6 +418,8 @@ pub(super) fn register(r: &mut KernelRegistry) {
         ("TensorScatterUpdate", all_value_dtypes()),
         ("TensorScatterAdd", NUMERIC_DTYPES.to_vec()),
         ("TensorScatterSub", NUMERIC_DTYPES.to_vec()),
+        ("TensorScatterMax", NUMERIC_DTYPES.to_vec()),
+        ("TensorScatterMin", NUMERIC_DTYPES.to_vec()),
     ] {
         r.register(
             KernelDef::cpu(op, make_scatter)
