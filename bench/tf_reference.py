@@ -38,6 +38,10 @@ Machine settings, for every workload:
   renames its temporary files but never fsyncs them, while actorflow's save flushes
   each file to disk before renaming it, so TensorFlow's save figure stops at the page
   cache and actorflow's at the disk;
+- ``lstm_step_ms``: ``tf.compat.v1.nn.dynamic_rnn`` over a tf_keras ``LSTMCell`` (the v1
+  cells need ``TF_USE_LEGACY_KERAS=1``, set below), v1 control flow, its default Glorot
+  initialisation, and one ``GradientDescentOptimizer`` step on the mean squared output,
+  as ``lstm_step`` in ``workloads.rs`` builds it with actorflow's ``LstmCell``;
 - every call goes through ``Session.run`` with a feed dict (not ``make_callable``), as
   actorflow's figures include the feed path; TensorFlow's figures therefore include its
   Python client's per-call cost;
