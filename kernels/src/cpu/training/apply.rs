@@ -114,7 +114,7 @@ pub struct ApplyKernel<T: FloatType> {
 }
 
 /// The variables an update writes (at most three: the variable and two slots).
-type Vars = SmallVec<[Arc<Var>; 3]>;
+pub(crate) type Vars = SmallVec<[Arc<Var>; 3]>;
 
 /// The variable behind the resource handle of input `i`.
 pub(crate) fn lookup_var(ctx: &OpKernelContext<'_>, i: usize, dtype: DType) -> Result<Arc<Var>> {
@@ -145,6 +145,34 @@ pub(crate) fn lookup_var(ctx: &OpKernelContext<'_>, i: usize, dtype: DType) -> R
     Ok(var)
 }
 
+/// The variables of an optimizer op, named `names` in input order: resource
+/// handles of `dtype` or reference inputs; `InvalidArgument` when two are the same
+/// variable.
+pub(crate) fn distinct_variables(
+    ctx: &OpKernelContext<'_>,
+    names: &[&str],
+    resource: bool,
+    dtype: DType,
+) -> Result<Vars> {
+    let mut vars = Vars::new();
+    for (i, name) in names.iter().enumerate() {
+        let v = if resource {
+            lookup_var(ctx, i, dtype)?
+        } else {
+            Arc::clone(ctx.input_ref(i)?)
+        };
+        if let Some(j) = vars.iter().position(|w| Arc::ptr_eq(w, &v)) {
+            return Err(Status::invalid_argument(format!(
+                "{} and {name} are the same variable {}; an optimizer needs distinct variables",
+                names[j],
+                v.name()
+            )));
+        }
+        vars.push(v);
+    }
+    Ok(vars)
+}
+
 fn uninitialized(var: &Var) -> Status {
     Status::failed_precondition(format!(
         "Attempting to use uninitialized value {}",
@@ -155,24 +183,7 @@ fn uninitialized(var: &Var) -> Status {
 impl<T: FloatType> ApplyKernel<T> {
     /// The variables, in input order, checked distinct.
     fn variables(&self, ctx: &OpKernelContext<'_>) -> Result<Vars> {
-        let names = self.family.vars();
-        let mut vars = Vars::new();
-        for (i, name) in names.iter().enumerate() {
-            let v = if self.resource {
-                lookup_var(ctx, i, T::DTYPE)?
-            } else {
-                Arc::clone(ctx.input_ref(i)?)
-            };
-            if let Some(j) = vars.iter().position(|w| Arc::ptr_eq(w, &v)) {
-                return Err(Status::invalid_argument(format!(
-                    "{} and {name} are the same variable {}; an optimizer needs distinct variables",
-                    names[j],
-                    v.name()
-                )));
-            }
-            vars.push(v);
-        }
-        Ok(vars)
+        distinct_variables(ctx, self.family.vars(), self.resource, T::DTYPE)
     }
 
     /// The scalar inputs (the gradient's place holding zero), and the gradient.

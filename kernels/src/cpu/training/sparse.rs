@@ -13,11 +13,10 @@ use graph::{DType, Result, Status, Tensor};
 use smallvec::SmallVec;
 
 use crate::cpu::array::elems::{dispatch_index, IndexElem};
-use crate::cpu::training::apply::{lookup_var, with_locked};
+use crate::cpu::training::apply::{distinct_variables, with_locked, Vars};
 use crate::cpu::types::FloatType;
 use crate::dispatch_float;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
-use crate::resource::Var;
 
 /// The sparse optimizer families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,25 +104,8 @@ struct SparseApplyKernel<T, I> {
 }
 
 impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
-    fn variables(&self, ctx: &OpKernelContext<'_>) -> Result<SmallVec<[Arc<Var>; 3]>> {
-        let names = self.family.vars();
-        let mut vars: SmallVec<[Arc<Var>; 3]> = SmallVec::new();
-        for (i, name) in names.iter().enumerate() {
-            let v = if self.resource {
-                lookup_var(ctx, i, T::DTYPE)?
-            } else {
-                Arc::clone(ctx.input_ref(i)?)
-            };
-            if let Some(j) = vars.iter().position(|w| Arc::ptr_eq(w, &v)) {
-                return Err(Status::invalid_argument(format!(
-                    "{} and {name} are the same variable {}; an optimizer needs distinct variables",
-                    names[j],
-                    v.name()
-                )));
-            }
-            vars.push(v);
-        }
-        Ok(vars)
+    fn variables(&self, ctx: &OpKernelContext<'_>) -> Result<Vars> {
+        distinct_variables(ctx, self.family.vars(), self.resource, T::DTYPE)
     }
 
     /// The scalars by position in [`SparseFamily::rest`] (zero at `grad` and
