@@ -236,7 +236,11 @@ impl Saver {
         };
         update_checkpoint_state(&dir, &path, &kept)?;
         for prefix in doomed {
+            // The index goes first: without it the checkpoint is gone as a
+            // whole, so a save killed midway through deleting never leaves an
+            // index whose data shards are missing.
             let mut files = bundle_files(&prefix);
+            files.sort_by_key(|p| p.extension().is_none_or(|e| e != "index"));
             files.push(meta_graph_path(&prefix));
             for p in files {
                 if let Err(e) = std::fs::remove_file(&p) {
