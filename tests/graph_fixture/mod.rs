@@ -33,9 +33,10 @@ impl GraphFixture {
             .iter()
             .map(|(k, v)| (k.clone(), tensor(v)))
             .collect();
+        // a fixture that drives its own runs (training steps) may have none
         let fetches = doc["fetches"]
             .as_array()
-            .expect("fetches")
+            .map_or(&[][..], Vec::as_slice)
             .iter()
             .map(|f| f.as_str().expect("fetch").to_owned())
             .collect();
