@@ -42,6 +42,11 @@ Machine settings, for every workload:
   cells need ``TF_USE_LEGACY_KERAS=1``, set below), v1 control flow, its default Glorot
   initialisation, and one ``GradientDescentOptimizer`` step on the mean squared output,
   as ``lstm_step`` in ``workloads.rs`` builds it with actorflow's ``LstmCell``;
+- ``conv_mnist_step_ms``: the Deep-MNIST convnet (5x5 convolutions of 32 and 64 filters
+  with bias, ReLU and 2x2 max-pooling, a 1024-unit ReLU layer, 10 logits), batch 64,
+  weights from seeded ``TruncatedNormal`` scaled by sqrt(1/fan_in), one
+  ``AdamOptimizer(1e-4)`` step on the mean sparse softmax cross-entropy, as
+  ``conv_mnist_step`` in ``workloads.rs`` builds it;
 - every call goes through ``Session.run`` with a feed dict (not ``make_callable``), as
   actorflow's figures include the feed path; TensorFlow's figures therefore include its
   Python client's per-call cost;
@@ -97,6 +102,8 @@ FIFO_ENQUEUE = 1000
 FIFO_DEQUEUE = 128
 MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
 LSTM_UNITS, LSTM_STEPS, LSTM_BATCH, LSTM_INPUT = 256, 32, 32, 128
+# conv_mnist_step_ms: batch, first and second convolution's filters, hidden units
+CONV_BATCH, CONV_C1, CONV_C2, CONV_HIDDEN = 64, 32, 64, 1024
 CSV_PIPELINE_SHARDS = 4
 CSV_PIPELINE_RECORDS = 2_000
 CSV_PIPELINE_BATCH = 128
@@ -358,6 +365,48 @@ def mlp_step(grappler=False):
     return (lambda: measure(REPETITION_S, lambda: sess.run(train, feed)) * 1e6), sess.close
 
 
+def conv_mnist_step():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [CONV_BATCH, 28, 28, 1])
+        y = tf1.placeholder(tf.int32, [CONV_BATCH])
+
+        def weights(name, dims, seed):
+            scale = tf.constant(np.float32(np.sqrt(1.0 / np.prod(dims[:-1]))))
+            normal = tf.raw_ops.TruncatedNormal(
+                shape=tf.constant(dims, tf.int32), dtype=tf.float32, seed=seed, seed2=0
+            )
+            return tf1.Variable(tf.multiply(normal, scale), name=name, use_resource=False)
+
+        def zeros(name, n):
+            return tf1.Variable(
+                tf.constant(np.zeros(n, np.float32)), name=name, use_resource=False
+            )
+
+        def conv_relu_pool(t, k, b):
+            t = tf.nn.bias_add(tf.nn.conv2d(t, k, strides=[1, 1, 1, 1], padding="SAME"), b)
+            return tf.nn.max_pool2d(tf.nn.relu(t), [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+
+        flat = 7 * 7 * CONV_C2
+        h = conv_relu_pool(x, weights("k1", [5, 5, 1, CONV_C1], 1), zeros("cb1", CONV_C1))
+        h = conv_relu_pool(h, weights("k2", [5, 5, CONV_C1, CONV_C2], 2), zeros("cb2", CONV_C2))
+        h = tf.reshape(h, [CONV_BATCH, flat])
+        w1, b1 = weights("fc1", [flat, CONV_HIDDEN], 3), zeros("fb1", CONV_HIDDEN)
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w1), b1))
+        logits = tf.matmul(h, weights("w", [CONV_HIDDEN, 10], 4))
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        loss = tf.reduce_mean(xent, axis=[0])
+        train = tf1.train.AdamOptimizer(1e-4).minimize(loss)
+        init = tf1.global_variables_initializer()
+    sess = session(g)
+    sess.run(init)
+    i = np.arange(CONV_BATCH * 28 * 28)
+    images = (((i * 7) % 17).astype(np.float32) / np.float32(16.0)).reshape(CONV_BATCH, 28, 28, 1)
+    labels = (np.arange(CONV_BATCH) % 10).astype(np.int32)
+    feed = {x: images, y: labels}
+    return (lambda: measure(REPETITION_S, lambda: sess.run(train, feed)) * 1e3), sess.close
+
+
 def lstm_step():
     g = tf.Graph()
     with g.as_default():
@@ -575,6 +624,7 @@ WORKLOADS = [
     ("mlp_step_us", mlp_step),
     ("mlp_step_us_grappler", lambda: mlp_step(grappler=True)),
     ("lstm_step_ms", lstm_step),
+    ("conv_mnist_step_ms", conv_mnist_step),
     ("csv_pipeline_us_per_record", csv_input_pipeline),
     ("ckpt_save_mib_s", ckpt_save),
     ("ckpt_restore_mib_s", ckpt_restore),

@@ -98,3 +98,51 @@ fn deep_mnist_trains_with_adam_step_by_step_as_tensorflow_does() {
     }
     let _ = f.session.close();
 }
+
+/// A Keras-built MobileNetV2 (alpha 0.35, 96×96, random weights, frozen by
+/// TensorFlow into `Const`s) classifies a batch of 8 exactly as TensorFlow 2.21
+/// does, with its probabilities (`kernels/tests/fixtures/gen_mobilenet.py`).
+#[test]
+fn a_frozen_keras_mobilenet_v2_classifies_as_tensorflow_does() {
+    use actorflow::graph::import::{load_graph_def, ImportOptions};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/tests/fixtures");
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("mobilenet_graph.json")).expect("json"),
+    )
+    .expect("fixture JSON");
+    let graph = load_graph_def(
+        std::path::Path::new(actorflow::bench::workloads::MOBILENET_GRAPH),
+        &ImportOptions::default(),
+    )
+    .expect("import");
+    let sess =
+        actorflow::Session::new(&graph, actorflow::SessionOptions::default()).expect("session");
+    let batch = doc["batch"].as_u64().expect("batch") as usize;
+    let images = actorflow::bench::workloads::mobilenet_images(batch);
+    let (input, output) = (
+        doc["input"].as_str().expect("input"),
+        doc["output"].as_str().expect("output"),
+    );
+    let probs = sess.run(&[(input, images)], &[output], &[]).expect("run")[0].clone();
+    let want = graph_fixture::tensor(&doc["probabilities"]);
+    assert_eq!(probs.dims(), want.dims());
+    let (got, want) = (
+        probs.to_f64_vec().expect("floats"),
+        want.to_f64_vec().expect("floats"),
+    );
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+            "probability {i}: actorflow {a}, TensorFlow {b}"
+        );
+    }
+    let classes: Vec<i64> = got
+        .chunks(10)
+        .map(|row| {
+            (0..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best }) as i64
+        })
+        .collect();
+    let want_classes = graph_fixture::tensor(&doc["classes"]);
+    assert_eq!(classes, want_classes.as_slice::<i64>().expect("classes"));
+    let _ = sess.close();
+}

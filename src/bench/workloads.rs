@@ -327,10 +327,21 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
     let s = Scope::new();
     let m = mlp(&s)?;
     let train = GradientDescentOptimizer::new(0.01).minimize(&s, &m.loss, None, None)?;
-    let init = crate::train::global_variables_initializer(&s)?;
-    let sess = session(&s, 1)?;
+    timed_training(&s, m, train.name(), 1e6)
+}
+
+/// Initializes `s`'s variables in a one-device session, then times runs of
+/// `train` fed `m`'s images and labels: seconds per step × `unit`.
+fn timed_training(
+    s: &Scope,
+    m: Mlp,
+    train: &str,
+    unit: f64,
+) -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    let init = crate::train::global_variables_initializer(s)?;
+    let sess = session(s, 1)?;
     sess.run(&[], &[], &[init.name()])?;
-    let (xn, yn, tn) = (m.x.name(), m.y.name(), train.name().to_owned());
+    let (xn, yn, tn) = (m.x.name(), m.y.name(), train.to_owned());
     let (images, labels) = (m.images, m.labels);
     Ok(Box::new(move || {
         let run = || {
@@ -338,7 +349,7 @@ fn mlp_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
                 .map(|_| ())
         };
         let reps = calibrate(REPETITION, run)?;
-        Ok(time_per_call(reps, run)? * 1e6)
+        Ok(time_per_call(reps, run)? * unit)
     }))
 }
 
@@ -379,16 +390,53 @@ fn lstm_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
     }))
 }
 
-/// A small convnet's training step (the classic MNIST layout, batch 16):
-/// conv 5×5×1→16 + bias + ReLU, 2×2 max pool, conv 5×5×16→32 + ReLU, 2×2 max
-/// pool, a 1568→10 dense layer, sparse softmax cross-entropy, SGD.
+/// The classic MNIST convnet's layers, sized by `net`: conv 5×5×1→`c1` + bias +
+/// ReLU, 2×2 max pool, conv 5×5×`c1`→`c2` + bias + ReLU, 2×2 max pool, then a
+/// `hidden`-unit dense ReLU layer if any, a dense layer to 10 logits, and the mean
+/// sparse softmax cross-entropy; weights from seeded `TruncatedNormal`s scaled by
+/// sqrt(1/fan_in), biases zero.
+#[derive(Clone, Copy)]
+struct ConvNet {
+    batch: usize,
+    c1: usize,
+    c2: usize,
+    hidden: Option<usize>,
+}
+
+/// `convnet_peak_bytes`'s model: 16 and 32 filters, no hidden layer, batch 16.
+const SMALL_CONVNET: ConvNet = ConvNet {
+    batch: 16,
+    c1: 16,
+    c2: 32,
+    hidden: None,
+};
+
+/// `conv_mnist_step_ms`'s model, "Deep MNIST": 32 and 64 filters, a 1024-unit
+/// hidden layer, batch 64.
+const DEEP_MNIST: ConvNet = ConvNet {
+    batch: 64,
+    c1: 32,
+    c2: 64,
+    hidden: Some(1024),
+};
+
 fn convnet(s: &Scope) -> Result<Mlp> {
-    const BATCH: usize = 16;
-    let x = ops::placeholder(s, DType::F32, Shape::known(&[BATCH, 28, 28, 1]))?;
-    let y = ops::placeholder(s, DType::I32, Shape::known(&[BATCH]))?;
-    let weights = |name: &str, dims: &[i32], seed: i64| -> Result<ops::Variable> {
-        let fan_in: i32 = dims[..dims.len() - 1].iter().product();
-        let shape = ops::constant(s, Tensor::vector(dims))?;
+    convnet_of(s, SMALL_CONVNET)
+}
+
+fn convnet_of(s: &Scope, net: ConvNet) -> Result<Mlp> {
+    let ConvNet {
+        batch,
+        c1,
+        c2,
+        hidden,
+    } = net;
+    let x = ops::placeholder(s, DType::F32, Shape::known(&[batch, 28, 28, 1]))?;
+    let y = ops::placeholder(s, DType::I32, Shape::known(&[batch]))?;
+    let weights = |name: &str, dims: &[usize], seed: i64| -> Result<ops::Variable> {
+        let fan_in: usize = dims[..dims.len() - 1].iter().product();
+        let dims: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
+        let shape = ops::constant(s, Tensor::vector(&dims))?;
         let scale = ops::scalar(s, (1.0 / fan_in as f64).sqrt() as f32)?;
         let init = ops::mul(
             s,
@@ -404,27 +452,40 @@ fn convnet(s: &Scope) -> Result<Mlp> {
     let conv = ops::ConvOptions::new(&[1, 1, 1, 1], "SAME");
     let pool =
         |t: &crate::Output| ops::max_pool(s, t, &[1, 2, 2, 1], &[1, 2, 2, 1], "SAME", "NHWC");
-    let (k1, b1) = (weights("k1", &[5, 5, 1, 16], 1)?, zeros("cb1", 16)?);
-    let (k2, b2) = (weights("k2", &[5, 5, 16, 32], 2)?, zeros("cb2", 32)?);
-    let w = weights("w", &[7 * 7 * 32, 10], 3)?;
+    let (k1, b1) = (weights("k1", &[5, 5, 1, c1], 1)?, zeros("cb1", c1)?);
+    let (k2, b2) = (weights("k2", &[5, 5, c1, c2], 2)?, zeros("cb2", c2)?);
     let h = ops::bias_add(s, &ops::conv2d(s, &x, &k1.value, &conv)?, &b1.value, "NHWC")?;
     let h = pool(&ops::relu(s, &h)?)?;
     let h = ops::bias_add(s, &ops::conv2d(s, &h, &k2.value, &conv)?, &b2.value, "NHWC")?;
     let h = pool(&ops::relu(s, &h)?)?;
-    let flat = ops::reshape(
+    let flat = 7 * 7 * c2;
+    let mut h = ops::reshape(
         s,
         &h,
-        &ops::constant(s, Tensor::vector(&[BATCH as i32, 7 * 7 * 32]))?,
+        &ops::constant(s, Tensor::vector(&[batch as i32, flat as i32]))?,
     )?;
-    let logits = ops::mat_mul(s, &flat, &w.value, false, false)?;
+    let mut width = flat;
+    if let Some(units) = hidden {
+        let (w, b) = (weights("fc1", &[flat, units], 3)?, zeros("fb1", units)?);
+        let z = ops::bias_add(
+            s,
+            &ops::mat_mul(s, &h, &w.value, false, false)?,
+            &b.value,
+            "NHWC",
+        )?;
+        h = ops::relu(s, &z)?;
+        width = units;
+    }
+    let w = weights("w", &[width, 10], 4)?;
+    let logits = ops::mat_mul(s, &h, &w.value, false, false)?;
     let (xent, _) = ops::sparse_softmax_cross_entropy_with_logits(s, &logits, &y)?;
     let loss = ops::mean_axes(s, &xent, &[0], false)?;
-    let images = Tensor::build::<f32>([BATCH, 28, 28, 1], |v| {
+    let images = Tensor::build::<f32>([batch, 28, 28, 1], |v| {
         v.iter_mut()
             .enumerate()
             .for_each(|(i, p)| *p = ((i * 7) % 17) as f32 / 16.0)
     });
-    let labels = Tensor::build::<i32>([BATCH], |v| {
+    let labels = Tensor::build::<i32>([batch], |v| {
         v.iter_mut()
             .enumerate()
             .for_each(|(i, l)| *l = (i % 10) as i32)
@@ -436,6 +497,59 @@ fn convnet(s: &Scope) -> Result<Mlp> {
         images,
         labels,
     })
+}
+
+/// One Adam step (TensorFlow's defaults, learning rate 1e-4) of the Deep-MNIST
+/// convnet ([`DEEP_MNIST`]) on batch 64, in ms.
+fn conv_mnist_step() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::train::{AdamOptimizer, Optimizer};
+    let s = Scope::new();
+    let m = convnet_of(&s, DEEP_MNIST)?;
+    let train = AdamOptimizer::new(1e-4).minimize(&s, &m.loss, None, None)?;
+    timed_training(&s, m, train.name(), 1e3)
+}
+
+/// The frozen Keras MobileNetV2 (alpha 0.35, 96×96×3, 10 classes) that
+/// `kernels/tests/fixtures/gen_mobilenet.py` exported: input `input:0`,
+/// probabilities `Identity:0`.
+pub const MOBILENET_GRAPH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/kernels/tests/fixtures/mobilenet_graph.pb"
+);
+
+/// The MobileNetV2 fixture's input batch, as `gen_mobilenet.py` computes it:
+/// element `i` of the flattened batch, in image `b`, is `(2u - 1)(0.3 + 0.1b) +
+/// 0.15(b - 3.5)` in f64 rounded to f32, where `u = ((i · 2654435761) mod 2³²) /
+/// 2³²`.
+pub fn mobilenet_images(batch: usize) -> Tensor {
+    const N: usize = 96 * 96 * 3;
+    Tensor::build::<f32>([batch, 96, 96, 3], |v| {
+        v.iter_mut().enumerate().for_each(|(i, p)| {
+            let u = ((i as u64).wrapping_mul(2_654_435_761) % (1 << 32)) as f64 / 4_294_967_296.0;
+            let b = (i / N) as f64;
+            *p = ((u * 2.0 - 1.0) * (0.3 + 0.1 * b) + 0.15 * (b - 3.5)) as f32;
+        })
+    })
+}
+
+/// Inference of the frozen MobileNetV2 ([`MOBILENET_GRAPH`]) on a batch of 8, in
+/// ms: feeds the images, fetches the probabilities.
+fn mobilenet_infer() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    use crate::graph::import::{load_graph_def, ImportOptions};
+    let graph = load_graph_def(
+        std::path::Path::new(MOBILENET_GRAPH),
+        &ImportOptions::default(),
+    )?;
+    let sess = Session::new(&graph, SessionOptions::default())?;
+    let images = mobilenet_images(8);
+    Ok(Box::new(move || {
+        let run = || {
+            sess.run(&[("input:0", images.clone())], &["Identity:0"], &[])
+                .map(|_| ())
+        };
+        let reps = calibrate(REPETITION, run)?;
+        Ok(time_per_call(reps, run)? * 1e3)
+    }))
 }
 
 /// What a memory figure reports of one training step.
@@ -763,6 +877,19 @@ pub fn all() -> Vec<Workload> {
             unit: "ms/step",
             description: "SGD step of a dynamic_rnn LSTM, 256 units, 32 steps, batch 32, input 128",
             setup: lstm_step,
+        },
+        Workload {
+            name: "conv_mnist_step_ms",
+            unit: "ms/step",
+            description: "Adam step of the Deep-MNIST convnet (conv5x5x32-pool-conv5x5x64-pool-\
+                fc1024-fc10), 28x28x1, batch 64",
+            setup: conv_mnist_step,
+        },
+        Workload {
+            name: "mobilenet_infer_ms",
+            unit: "ms/batch",
+            description: "frozen Keras MobileNetV2 (alpha 0.35, 96x96x3, random weights), batch 8",
+            setup: mobilenet_infer,
         },
         Workload {
             name: "compile_us_per_node_10k",
