@@ -235,3 +235,24 @@ fn tensorflow_serves_the_export(export: &std::path::Path, inputs: &str, classes:
         assert_eq!(theirs, classes[..50], "{api}");
     }
 }
+
+#[allow(dead_code)]
+#[path = "../examples/train_convnet.rs"]
+mod convnet_example;
+
+/// `examples/train_convnet.rs`: on the same batches, the convnet ends with a
+/// higher test accuracy than `train_digits`' MLP.
+#[test]
+fn the_convnet_example_beats_the_mlp_on_the_same_batches() {
+    let cfg = convnet_example::Config {
+        data_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits"),
+        steps: 400,
+        batch_size: 32,
+        learning_rate: 0.003,
+        dropout: 0.25,
+        seed: 7,
+    };
+    let (mlp, convnet) = convnet_example::run(&cfg).unwrap();
+    assert!(mlp > 0.8, "the MLP learned little: {mlp}");
+    assert!(convnet > mlp, "convnet {convnet}, MLP {mlp}");
+}

@@ -8,6 +8,8 @@
 //!   `REGISTER_GRADIENT` / `NotDifferentiable`).
 //! - [`indexed_slices`] — sparse gradients ([`IndexedSlices`]) and how
 //!   contributions to one tensor are summed.
+//! - [`recompute`] — gradients that recompute activations between checkpoints
+//!   instead of keeping them ([`recomputed_gradients`]).
 //! - [`math_grad`], [`nn_grad`], [`conv_grad`], [`pooling_grad`], [`array_grad`],
 //!   [`image_grad`], [`control_flow_grad`], [`state_grad`], [`tensor_array_grad`]:
 //!   the gradient functions,
@@ -24,6 +26,7 @@ pub mod indexed_slices;
 pub mod math_grad;
 pub mod nn_grad;
 pub mod pooling_grad;
+pub mod recompute;
 pub mod registry;
 pub mod state_grad;
 pub mod tensor_array_grad;
@@ -53,6 +56,7 @@ use crate::{NodeDef, Result, Status};
 /// Node name -> its data inputs as (source node, source port), in input order.
 type EdgeMap = HashMap<String, Vec<(String, usize)>>;
 pub use indexed_slices::{Gradient, IndexedSlices};
+pub use recompute::recomputed_gradients;
 pub use registry::{GradFn, GradientRegistry, SparseGradFn};
 
 /// What a gradient function sees of the op it differentiates.
