@@ -25,7 +25,7 @@ use clap::Parser;
 
 #[allow(dead_code)]
 #[path = "train_digits.rs"]
-mod digits;
+pub mod digits;
 use digits::{load_csv, shards, CLASSES, PIXELS};
 
 /// Image side (8×8 pixels).

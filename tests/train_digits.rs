@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use actorflow::train::{latest_checkpoint, MonitoredTrainingSession};
 use actorflow::{SavedModel, Tensor};
 
+// train_convnet includes train_digits (its MLP and data loading): one copy
 #[allow(dead_code)]
-#[path = "../examples/train_digits.rs"]
-mod example;
+#[path = "../examples/train_convnet.rs"]
+mod convnet_example;
+use convnet_example::digits as example;
 
 fn config(dir: &TempDir, steps: i64) -> example::Config {
     example::Config {
@@ -235,10 +237,6 @@ fn tensorflow_serves_the_export(export: &std::path::Path, inputs: &str, classes:
         assert_eq!(theirs, classes[..50], "{api}");
     }
 }
-
-#[allow(dead_code)]
-#[path = "../examples/train_convnet.rs"]
-mod convnet_example;
 
 /// `examples/train_convnet.rs`: on the same batches, the convnet ends with a
 /// higher test accuracy than `train_digits`' MLP.
