@@ -15,6 +15,7 @@
 //!   each entry's reduced position.
 
 use crate::builder::{Output, Scope};
+use crate::gradients::math_grad::shapes::sum_to_operand;
 use crate::gradients::{GradContext, GradientRegistry};
 use crate::ops;
 use crate::{DType, Result};
@@ -79,11 +80,9 @@ fn sparse_to_dense_grad(c: &GradContext<'_>) -> Grads {
     let matrix_shape = ops::concat_along(s, &[minus_one, ops::expand_dims_at(s, &rank, 0)?], 0)?;
     let matrix = ops::reshape(s, &indices, &matrix_shape)?;
     let gathered = ops::gather_nd(s, &g, &matrix)?;
-    let values_grad = if values.shape().rank() == Some(0) {
-        ops::sum_axes(s, &gathered, &[0], false)?
-    } else {
-        gathered.clone()
-    };
+    // `[n]`, summed to a scalar for a scalar value (whether known now or only at
+    // run time).
+    let values_grad = sum_to_operand(s, &values, &gathered)?.apply(s, &gathered)?;
     let total = ops::sum(s, &g, &shapes_all_axes(s, &g)?, false)?;
     let at_indices = ops::sum(s, &gathered, &shapes_all_axes(s, &gathered)?, false)?;
     let default_grad = ops::sub(s, &total, &at_indices)?;
