@@ -1,7 +1,8 @@
 //! `SparseReorder`: the entries of a sparse tensor in row-major (lexicographic)
 //! index order. Indices are not checked against the shape (some ops mark missing
 //! values with -1); entries already in order come back as they are. Equal
-//! indices keep their relative order (see [`super::sorted_entries`]).
+//! indices keep their relative order (a stable sort, which TensorFlow's `std::sort`
+//! also is for up to 16 entries; beyond, TensorFlow leaves their order unspecified).
 
 use std::marker::PhantomData;
 
