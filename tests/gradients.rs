@@ -11,6 +11,8 @@ mod array;
 mod checker;
 #[path = "gradients/math.rs"]
 mod math;
+#[path = "gradients/model_ops.rs"]
+mod model_ops;
 #[path = "gradients/nn.rs"]
 mod nn;
 #[path = "gradients/pooling.rs"]

@@ -1,7 +1,8 @@
 //! Checks the random kernels against draws recorded from TensorFlow
 //! (`fixtures/random.json`, written by `fixtures/gen_random.py`): one kernel per
 //! case, built once and run twice, must reproduce both of TensorFlow's draws bit
-//! for bit.
+//! for bit — the distributions, `Multinomial`, and the candidate samplers (whose
+//! draws are their three outputs: classes and expected counts).
 
 // The harness in `common` names this crate `kernels`.
 extern crate actorflow_kernels as kernels;
@@ -40,8 +41,8 @@ fn build(case: &Case, inputs: &[Tensor]) -> (Box<dyn OpKernel>, StepContext) {
         node = node.with_input(format!("in{i}"));
         // The type attributes come from the inputs, as the graph builder infers them.
         let attr = match (case.op.as_str(), i) {
-            (_, 0) => "T",
-            ("RandomUniformInt", _) => "Tout",
+            (op, 0) if !op.ends_with("CandidateSampler") => "T",
+            ("RandomUniformInt", 1..) => "Tout",
             _ => continue,
         };
         node.attr
@@ -62,9 +63,9 @@ fn build(case: &Case, inputs: &[Tensor]) -> (Box<dyn OpKernel>, StepContext) {
     (kernel, test_step(&device))
 }
 
-fn run(kernel: &dyn OpKernel, step: &StepContext, inputs: &[Tensor]) -> Tensor {
+fn run(kernel: &dyn OpKernel, step: &StepContext, inputs: &[Tensor], n: usize) -> Vec<Tensor> {
     let mut ins: Vec<Entry> = inputs.iter().cloned().map(Entry::Value).collect();
-    let mut outs: Outputs = std::iter::once(Entry::Empty).collect();
+    let mut outs: Outputs = (0..n).map(|_| Entry::Empty).collect();
     let mut ctx = OpKernelContext::new(
         &mut ins,
         &mut outs,
@@ -74,10 +75,12 @@ fn run(kernel: &dyn OpKernel, step: &StepContext, inputs: &[Tensor]) -> Tensor {
         None,
     );
     kernel.compute(&mut ctx).unwrap();
-    match outs.pop() {
-        Some(Entry::Value(t)) => t,
-        other => panic!("no output: {other:?}"),
-    }
+    outs.into_iter()
+        .map(|o| match o {
+            Entry::Value(t) => t,
+            other => panic!("no output: {other:?}"),
+        })
+        .collect()
 }
 
 /// Each element's bit pattern, as an unsigned integer of the element's width.
@@ -94,30 +97,42 @@ fn fixtures() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/random.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let file: File = serde_json::from_str(&text).unwrap();
-    assert!(file.cases.len() >= 30);
+    assert!(file.cases.len() >= 60);
     for case in &file.cases {
         let inputs: Vec<Tensor> = case.inputs.iter().map(common::tensor).collect();
         let (kernel, step) = build(case, &inputs);
         for (i, draw) in case.draws.iter().enumerate() {
-            let want = common::tensor(draw);
-            let got = run(kernel.as_ref(), &step, &inputs);
-            assert_eq!(got.dtype(), want.dtype(), "{} draw {i}", case.name);
-            assert_eq!(got.shape(), want.shape(), "{} draw {i}", case.name);
-            let want_bits: Vec<u64> = draw["bits"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| b.as_u64().unwrap())
-                .collect();
-            let got_bits = bits(&got);
-            assert_eq!(got_bits.len(), want_bits.len(), "{} draw {i}", case.name);
-            if let Some(k) = got_bits.iter().zip(&want_bits).position(|(a, b)| a != b) {
-                let (g, w) = (got.to_f64_vec().unwrap(), want.to_f64_vec().unwrap());
-                panic!(
-                    "{} draw {i}: element {k} differs: got {} ({:#x}), want {} ({:#x})",
-                    case.name, g[k], got_bits[k], w[k], want_bits[k]
-                );
+            // A draw is one tensor, or the list of an op's outputs.
+            let wanted: Vec<&Value> = match draw {
+                Value::Array(outputs) => outputs.iter().collect(),
+                one => vec![one],
+            };
+            let got = run(kernel.as_ref(), &step, &inputs, wanted.len());
+            for (o, (got, draw)) in got.into_iter().zip(wanted).enumerate() {
+                check_draw(&format!("{} draw {i} output {o}", case.name), &got, draw);
             }
         }
+    }
+}
+
+/// `got` is the tensor `draw` records, bit for bit (`what` names it).
+fn check_draw(what: &str, got: &Tensor, draw: &Value) {
+    let want = common::tensor(draw);
+    assert_eq!(got.dtype(), want.dtype(), "{what}");
+    assert_eq!(got.shape(), want.shape(), "{what}");
+    let want_bits: Vec<u64> = draw["bits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    let got_bits = bits(got);
+    assert_eq!(got_bits.len(), want_bits.len(), "{what}");
+    if let Some(k) = got_bits.iter().zip(&want_bits).position(|(a, b)| a != b) {
+        let (g, w) = (got.to_f64_vec().unwrap(), want.to_f64_vec().unwrap());
+        panic!(
+            "{what}: element {k} differs: got {} ({:#x}), want {} ({:#x})",
+            g[k], got_bits[k], w[k], want_bits[k]
+        );
     }
 }

@@ -11,8 +11,8 @@
 //! - [`recompute`] — gradients that recompute activations between checkpoints
 //!   instead of keeping them ([`recomputed_gradients`]).
 //! - [`math_grad`], [`nn_grad`], [`conv_grad`], [`pooling_grad`], [`array_grad`],
-//!   [`image_grad`], [`control_flow_grad`], [`state_grad`], [`tensor_array_grad`]:
-//!   the gradient functions,
+//!   [`image_grad`], [`control_flow_grad`], [`state_grad`], [`tensor_array_grad`],
+//!   [`data_flow_grad`], [`sparse_grad`]: the gradient functions,
 //!   one file per family (TensorFlow's `math_grad.py`, …).
 //!
 //! Gradients of ops inside a cond branch or loop body are built in that context, so
@@ -21,6 +21,7 @@
 pub mod array_grad;
 pub mod control_flow_grad;
 pub mod conv_grad;
+pub mod data_flow_grad;
 pub mod image_grad;
 pub mod indexed_slices;
 pub mod math_grad;
@@ -28,6 +29,7 @@ pub mod nn_grad;
 pub mod pooling_grad;
 pub mod recompute;
 pub mod registry;
+pub mod sparse_grad;
 pub mod state_grad;
 pub mod tensor_array_grad;
 pub(crate) mod while_grad;
@@ -37,10 +39,12 @@ pub fn register_all_gradients(r: &GradientRegistry) {
     array_grad::register_all_gradients(r);
     control_flow_grad::register_all_gradients(r);
     conv_grad::register_all_gradients(r);
+    data_flow_grad::register_all_gradients(r);
     image_grad::register_all_gradients(r);
     math_grad::register_all_gradients(r);
     nn_grad::register_all_gradients(r);
     pooling_grad::register_all_gradients(r);
+    sparse_grad::register_all_gradients(r);
     state_grad::register_all_gradients(r);
     tensor_array_grad::register_all_gradients(r);
 }

@@ -288,6 +288,34 @@ pub(crate) fn merge_shapes(a: &Shape, b: &Shape) -> Result<Shape> {
     Ok(Shape::from_dims(&out))
 }
 
+/// TensorFlow's `MakeShapeFromShapeTensor`: input `i` is a rank-1 shape vector;
+/// its value when it is a constant (`-1` entries unknown, anything below that
+/// `InvalidArgument`), else a shape of as many unknown dimensions as the vector
+/// has elements (unknown when that is unknown).
+pub(crate) fn shape_from_shape_input(c: &InferenceContext<'_>, i: usize) -> Result<Shape> {
+    let vector = with_rank(&c.input(i), 1)?;
+    let values: Option<Vec<i64>> = c.input_tensor(i).and_then(|t| match t.dtype() {
+        crate::DType::I32 => t
+            .as_slice::<i32>()
+            .ok()
+            .map(|v| v.iter().map(|&d| i64::from(d)).collect()),
+        crate::DType::I64 => t.as_slice::<i64>().ok().map(<[i64]>::to_vec),
+        _ => None,
+    });
+    if let Some(bad) = values.iter().flatten().find(|&&d| d < -1) {
+        return Err(Status::invalid_argument(format!(
+            "Invalid value in tensor used for shape: {bad}"
+        )));
+    }
+    Ok(match values {
+        Some(v) => Shape::from_tf_dims(&v),
+        None => match vector.dim(0) {
+            Some(n) => Shape::unknown_with_rank(n),
+            None => Shape::unknown(),
+        },
+    })
+}
+
 /// The dimension a scalar integer input gives (TensorFlow's
 /// `MakeDimForScalarInput`): its value when the input is a known constant, else
 /// unknown; a negative value is `InvalidArgument`.

@@ -1,7 +1,9 @@
 //! Data-flow ops (TensorFlow's `data_flow_ops.cc`): stacks, which keep values across
 //! loop iterations (the gradients of while loops push forward values and pop them
-//! in reverse), queues, and DynamicStitch (which interleaves tensors by index; the
-//! gradients of reductions over run-time axes emit it).
+//! in reverse), queues, DynamicStitch (which interleaves tensors by index; the
+//! gradients of reductions over run-time axes emit it) and DynamicPartition (which
+//! splits a tensor's slices by a partition id, the inverse of a stitch; sharded
+//! embedding lookups route ids with it).
 //!
 //! - [`accumulator`] — conditional accumulators (`ConditionalAccumulator`,
 //!   `AccumulatorApplyGradient`, `AccumulatorTakeGradient`, …), which aggregate
@@ -24,6 +26,15 @@ pub fn register_all_ops(r: &OpRegistry) {
     register_queues(r);
     accumulator::register_all_ops(r);
     tensor_array::register_all_ops(r);
+    r.register(
+        OpDef::build("DynamicPartition")
+            .input("data: T")
+            .input("partitions: int32")
+            .output("outputs: num_partitions * T")
+            .attr("num_partitions: int >= 1")
+            .attr("T: type")
+            .shape_fn(dynamic_partition_shape),
+    );
     for name in ["DynamicStitch", "ParallelDynamicStitch"] {
         r.register(
             OpDef::build(name)
@@ -95,6 +106,83 @@ fn dynamic_stitch_shape(c: &mut InferenceContext<'_>) -> Result<()> {
         _ => Shape::unknown(),
     };
     c.set_output(0, out)
+}
+
+/// `DynamicPartition`: every output is `[?] + data.shape[partitions.rank:]`, where
+/// `partitions`' shape must prefix `data`'s (TensorFlow's `MergePrefix`); unknown
+/// when the rank of `partitions` is.
+fn dynamic_partition_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+    let (data, partitions) = (c.input(0), c.input(1));
+    let out = match (data.dims(), partitions.dims()) {
+        (_, None) => Shape::unknown(),
+        (None, Some(_)) => Shape::unknown(),
+        (Some(d), Some(p)) => {
+            shape_fn::with_rank_at_least(&data, p.len())?;
+            for (&a, &b) in d.iter().zip(p) {
+                shape_fn::merge_dim(a, b)?;
+            }
+            let mut dims = vec![None];
+            dims.extend_from_slice(&d[p.len()..]);
+            Shape::from_dims(&dims)
+        }
+    };
+    for i in 0..c.num_outputs() {
+        c.set_output(i, out.clone())?;
+    }
+    Ok(())
+}
+
+/// `DynamicPartition`: splits the slices of `data` by `partitions` (int32 ids in
+/// `[0, num_partitions)`, of a shape that prefixes `data`'s) into
+/// `num_partitions` outputs, `outputs[p]` holding the slices whose id is `p` in
+/// their order in `data`.
+///
+/// # Examples
+/// ```
+/// use actorflow_graph::{builder::Scope, ops, DType, Shape, Tensor};
+/// let s = Scope::new();
+/// let data = ops::placeholder(&s, DType::F32, Shape::known(&[4, 3])).unwrap();
+/// let ids = ops::constant(&s, Tensor::vector(&[1i32, 0, 1, 1])).unwrap();
+/// let parts = ops::dynamic_partition(&s, &data, &ids, 2).unwrap();
+/// assert_eq!(parts.len(), 2);
+/// assert_eq!(parts[1].shape(), Shape::from_dims(&[None, Some(3)]));
+/// ```
+pub fn dynamic_partition(
+    s: &Scope,
+    data: &Output,
+    partitions: &Output,
+    num_partitions: usize,
+) -> Result<Vec<Output>> {
+    Ok(s.op("DynamicPartition")
+        .input(data)
+        .input(partitions)
+        .attr("num_partitions", num_partitions as i64)
+        .build()?
+        .outputs())
+}
+
+/// `DynamicStitch`: `merged[indices[m][i, ...]] = data[m][i, ..., :]`, the later
+/// input (then the later position) winning for a repeated index; as many rows as
+/// the largest index plus one.
+pub fn dynamic_stitch(s: &Scope, indices: &[Output], data: &[Output]) -> Result<Output> {
+    stitch(s, "DynamicStitch", indices, data)
+}
+
+/// `ParallelDynamicStitch`: [`dynamic_stitch`] where the order among repeated
+/// indices is left undefined (actorflow's kernel applies the same order).
+pub fn parallel_dynamic_stitch(s: &Scope, indices: &[Output], data: &[Output]) -> Result<Output> {
+    stitch(s, "ParallelDynamicStitch", indices, data)
+}
+
+fn stitch(s: &Scope, op: &str, indices: &[Output], data: &[Output]) -> Result<Output> {
+    if indices.len() != data.len() || indices.is_empty() {
+        return Err(crate::Status::invalid_argument(format!(
+            "{op} needs as many index tensors as data tensors (at least one), got {} and {}",
+            indices.len(),
+            data.len()
+        )));
+    }
+    s.op(op).input_list(indices).input_list(data).build1()
 }
 
 fn register_queues(r: &OpRegistry) {
@@ -341,6 +429,34 @@ mod tests {
     use crate::builder::Scope;
     use crate::ops::{constant, placeholder};
     use crate::{DType, Shape, Tensor};
+
+    #[test]
+    fn dynamic_partition_shapes() {
+        let s = Scope::new();
+        let data = placeholder(&s, DType::F32, Shape::known(&[4, 3, 2])).unwrap();
+        let ids = placeholder(&s, DType::I32, Shape::known(&[4, 3])).unwrap();
+        let parts = crate::ops::dynamic_partition(&s, &data, &ids, 3).unwrap();
+        assert_eq!(parts.len(), 3);
+        for p in &parts {
+            assert_eq!(p.shape(), Shape::from_dims(&[None, Some(2)]));
+        }
+        let bad = placeholder(&s, DType::I32, Shape::known(&[5])).unwrap();
+        let e = crate::ops::dynamic_partition(&s, &data, &bad, 2).unwrap_err();
+        assert!(
+            e.message()
+                .contains("Dimensions must be equal, but are 4 and 5"),
+            "{e}"
+        );
+        let deep = placeholder(&s, DType::I32, Shape::known(&[4, 3, 2, 1])).unwrap();
+        let e = crate::ops::dynamic_partition(&s, &data, &deep, 2).unwrap_err();
+        assert!(e.message().contains("at least rank 4 but is rank 3"), "{e}");
+        let unknown = placeholder(&s, DType::I32, Shape::unknown()).unwrap();
+        let parts = crate::ops::dynamic_partition(&s, &data, &unknown, 2).unwrap();
+        assert_eq!(parts[0].shape(), Shape::unknown());
+        let stitched = crate::ops::dynamic_stitch(&s, &[ids.clone()], &[data.clone()]).unwrap();
+        assert_eq!(stitched.shape(), Shape::from_dims(&[None, Some(2)]));
+        assert!(crate::ops::parallel_dynamic_stitch(&s, &[ids], &[]).is_err());
+    }
 
     #[test]
     fn dynamic_stitch_shapes() {

@@ -12,11 +12,15 @@
 //! - [`normalization`] — fused batch norm, local response normalization.
 //! - [`conv`] — Conv2D, DepthwiseConv2dNative and their gradients.
 //! - [`image`] — ResizeBilinear, ResizeNearestNeighbor and their gradients.
-//! - [`random`] — seeded random number ops.
+//! - [`random`] — seeded random number ops, `Multinomial`.
 //! - [`state`] — reference and resource variables.
 //! - [`scatter`](mod@scatter) — `ResourceGather` and the scatter updates of variables.
 //! - [`control_flow`] — Switch/Merge/Enter/Exit/NextIteration/LoopCond.
-//! - [`data_flow`] — queues, stacks and TensorArrays.
+//! - [`data_flow`] — queues, stacks, TensorArrays, DynamicPartition/DynamicStitch.
+//! - [`sparse`] — sparse tensors: matmul, to-dense, reorder, reduce-sum, dense add.
+//! - [`lookup`] — hash tables as resources (`HashTableV2`, `LookupTableFindV2`, …).
+//! - [`string`] — `StringToHashBucketFast`/`Strong`.
+//! - [`candidate_sampling`] — the samplers behind `nce_loss`/`sampled_softmax_loss`.
 //! - [`rnn`] — `dynamic_rnn`, `bidirectional_dynamic_rnn`, LSTM and GRU cells.
 //! - [`input`] — `batch`, `shuffle_batch`: queue-fed batching helpers.
 //! - [`function`] — `_Arg`/`_Retval`, how a step's feeds and fetches enter the graph.
@@ -29,6 +33,7 @@
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`.
 
 pub mod array;
+pub mod candidate_sampling;
 pub mod checkpoint;
 pub mod control_flow;
 pub mod conv;
@@ -39,6 +44,7 @@ pub mod input;
 pub mod io;
 pub mod linalg;
 pub mod logging;
+pub mod lookup;
 pub mod math;
 pub mod nn;
 pub mod no_op;
@@ -50,12 +56,15 @@ pub mod reduction;
 pub mod rnn;
 pub mod scatter;
 pub mod sendrecv;
+pub mod sparse;
 pub mod sparse_training;
 pub mod state;
+pub mod string;
 pub mod summary;
 pub mod training;
 
 pub use array::*;
+pub use candidate_sampling::*;
 pub use checkpoint::*;
 pub use control_flow::*;
 pub use conv::*;
@@ -65,6 +74,7 @@ pub use input::*;
 pub use io::*;
 pub use linalg::*;
 pub use logging::*;
+pub use lookup::*;
 pub use math::*;
 pub use nn::*;
 pub use no_op::*;
@@ -74,8 +84,10 @@ pub use pooling::*;
 pub use random::*;
 pub use reduction::*;
 pub use scatter::*;
+pub use sparse::*;
 pub use sparse_training::*;
 pub use state::*;
+pub use string::*;
 pub use training::*;
 
 use crate::OpRegistry;
@@ -83,11 +95,13 @@ use crate::OpRegistry;
 /// Registers every built-in op.
 pub fn register_all_ops(r: &OpRegistry) {
     array::register_all_ops(r);
+    candidate_sampling::register_all_ops(r);
     checkpoint::register_all_ops(r);
     control_flow::register_all_ops(r);
     conv::register_all_ops(r);
     data_flow::register_all_ops(r);
     logging::register_all_ops(r);
+    lookup::register_all_ops(r);
     function::register_all_ops(r);
     image::register_all_ops(r);
     io::register_all_ops(r);
@@ -102,8 +116,10 @@ pub fn register_all_ops(r: &OpRegistry) {
     reduction::register_all_ops(r);
     scatter::register_all_ops(r);
     sendrecv::register_all_ops(r);
+    sparse::register_all_ops(r);
     sparse_training::register_all_ops(r);
     state::register_all_ops(r);
+    string::register_all_ops(r);
     summary::register_all_ops(r);
     training::register_all_ops(r);
 }

@@ -1,6 +1,6 @@
 //! Stateful random ops (TensorFlow's `random_ops.cc`): `RandomUniform`,
-//! `RandomStandardNormal`, `TruncatedNormal`, `RandomUniformInt` and
-//! `RandomShuffle`, with their
+//! `RandomStandardNormal`, `TruncatedNormal`, `RandomUniformInt`,
+//! `RandomShuffle` and `Multinomial`, with their
 //! `seed`/`seed2` attributes, shape function and builder functions, and
 //! [`get_seed`], TensorFlow's rule turning an op seed into those attributes.
 //! Their kernels keep a Philox stream across steps, so every op here is stateful.
@@ -37,6 +37,18 @@ pub fn register_all_ops(r: &OpRegistry) {
             .attr("T: {int32, int64}")
             .stateful()
             .shape_fn(random_uniform_int_shape),
+    );
+    r.register(
+        OpDef::build("Multinomial")
+            .input("logits: T")
+            .input("num_samples: int32")
+            .output("output: output_dtype")
+            .attr("seed: int = 0")
+            .attr("seed2: int = 0")
+            .attr("T: realnumbertype")
+            .attr("output_dtype: {int32, int64} = DT_INT64")
+            .stateful()
+            .shape_fn(multinomial_shape),
     );
     r.register(
         OpDef::build("RandomShuffle")
@@ -92,6 +104,15 @@ fn random_uniform_int_shape(c: &mut InferenceContext<'_>) -> Result<()> {
         }
     }
     random_shape(c)
+}
+
+/// `[batch, num_samples]` from a `[batch, classes]` matrix of logits and a scalar
+/// (constant: its value) number of samples.
+fn multinomial_shape(c: &mut InferenceContext<'_>) -> Result<()> {
+    let logits = shape_fn::with_rank(&c.input(0), 2)?;
+    shape_fn::with_rank(&c.input(1), 0)?;
+    let n = shape_fn::dim_from_scalar_input(c, 1)?;
+    c.set_output(0, crate::Shape::from_dims(&[logits.dim(0), n]))
 }
 
 /// TensorFlow's `DEFAULT_GRAPH_SEED`: the graph-level seed `get_seed` pairs with an
@@ -186,6 +207,28 @@ pub fn random_uniform_int(
         .build1()
 }
 
+/// `Multinomial` (`tf.random.categorical`): `num_samples` (an int32 scalar) class
+/// indices per row of `logits` (`[batch, classes]`, unnormalized log
+/// probabilities; `-inf` and other non-finite logits are never drawn), of
+/// `output_dtype` (int32 or int64). The samples are TensorFlow's for the same
+/// `seed`/`seed2` (see the kernel for the one case they can differ).
+pub fn multinomial(
+    s: &Scope,
+    logits: &Output,
+    num_samples: &Output,
+    output_dtype: DType,
+    seed: i64,
+    seed2: i64,
+) -> Result<Output> {
+    s.op("Multinomial")
+        .input(logits)
+        .input(num_samples)
+        .attr("output_dtype", output_dtype)
+        .attr("seed", seed)
+        .attr("seed2", seed2)
+        .build1()
+}
+
 /// `RandomShuffle`: `value` with its rows (dimension 0) in a random order, a
 /// fresh permutation on every run; any dtype. A scalar or an input of at most one
 /// row comes back unchanged. `seed == seed2 == 0` draws a fresh random seed.
@@ -238,6 +281,25 @@ mod tests {
         assert_eq!(get_seed(Some(0)), (87_654_321, 0));
         // _truncate_seed: Python's seed % (2**31 - 1)
         assert_eq!(get_seed(Some(2_147_483_648)), (87_654_321, 1));
+    }
+
+    #[test]
+    fn multinomial_shapes() {
+        let s = Scope::new();
+        let logits = ops::placeholder(&s, DType::F32, Shape::from_dims(&[Some(4), None])).unwrap();
+        let n = ops::scalar(&s, 7i32).unwrap();
+        let y = multinomial(&s, &logits, &n, DType::I32, 1, 2).unwrap();
+        assert_eq!(y.dtype(), DType::I32);
+        assert_eq!(y.shape(), Shape::known(&[4, 7]));
+        let neg = ops::scalar(&s, -7i32).unwrap();
+        let e = multinomial(&s, &logits, &neg, DType::I64, 0, 0).unwrap_err();
+        assert!(
+            e.message().contains("must be non-negative but is -7"),
+            "{e}"
+        );
+        let v = ops::placeholder(&s, DType::F32, Shape::known(&[4])).unwrap();
+        assert!(multinomial(&s, &v, &n, DType::I64, 0, 0).is_err());
+        assert!(multinomial(&s, &logits, &n, DType::F32, 0, 0).is_err());
     }
 
     #[test]

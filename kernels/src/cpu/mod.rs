@@ -24,7 +24,10 @@
 //! - [`training`] — optimizer updates (`ApplyAdam`, …).
 //! - [`checkpoint`] — `SaveV2`/`RestoreV2`/`MergeV2Checkpoints`/`ShardedFilename` and
 //!   TensorFlow's checkpoint format (the tensor bundle).
-//! - [`strings`] — `StringJoin`, `StaticRegexFullMatch`.
+//! - [`strings`] — `StringJoin`, `StaticRegexFullMatch`, `StringToHashBucket*`.
+//! - [`hash`] — FarmHash `Fingerprint64` and SipHash-2-4, as TensorFlow hashes strings.
+//! - [`lookup`] — hash tables as resources (`HashTableV2`, `LookupTableFindV2`, …).
+//! - [`sparse`] — sparse tensors: `SparseTensorDenseMatMul`, `SparseToDense`, …
 //!
 //! [`dispatch`]: crate::dispatch_numeric
 
@@ -34,10 +37,12 @@ pub mod checkpoint;
 pub mod control_flow;
 pub mod data_flow;
 pub mod function;
+pub mod hash;
 pub mod image;
 pub mod io;
 pub mod linalg;
 pub mod logging;
+pub mod lookup;
 pub mod math;
 pub mod nn;
 pub mod no_op;
@@ -46,6 +51,7 @@ pub mod random;
 pub mod reduction;
 pub mod scatter;
 pub mod sendrecv;
+pub mod sparse;
 pub mod state;
 pub mod strings;
 pub mod summary;
@@ -65,6 +71,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     io::register_all_kernels(r);
     linalg::register_all_kernels(r);
     logging::register_all_kernels(r);
+    lookup::register_all_kernels(r);
     math::register_all_kernels(r);
     nn::register_all_kernels(r);
     no_op::register_all_kernels(r);
@@ -73,6 +80,7 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
     reduction::register_all_kernels(r);
     scatter::register_all_kernels(r);
     sendrecv::register_all_kernels(r);
+    sparse::register_all_kernels(r);
     state::register_all_kernels(r);
     strings::register_all_kernels(r);
     summary::register_all_kernels(r);

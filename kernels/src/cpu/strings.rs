@@ -1,7 +1,10 @@
 //! String ops TensorFlow's `Saver` builds: `StringJoin` (element-wise
 //! concatenation with a separator, scalars broadcast) and `StaticRegexFullMatch`
 //! (whether each element matches a pattern fixed at graph construction, RE2
-//! syntax, through the `regex` crate, whose syntax is RE2's).
+//! syntax, through the `regex` crate, whose syntax is RE2's); and the bucketing
+//! of feature columns: `StringToHashBucketFast` (FarmHash `Fingerprint64` modulo
+//! the bucket count) and `StringToHashBucketStrong` (keyed SipHash-2-4), hashes
+//! in [`crate::cpu::hash`].
 
 use graph::{Result, Status, Tensor};
 
@@ -50,6 +53,39 @@ impl OpKernel for StringJoinKernel {
     }
 }
 
+/// `StringToHashBucketFast` (no key) and `StringToHashBucketStrong` (a key).
+struct HashBucketKernel {
+    buckets: u64,
+    key: Option<(u64, u64)>,
+}
+
+impl OpKernel for HashBucketKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let t = ctx.input(0)?;
+        let s = t.as_strings()?;
+        let out = ctx.allocator().build::<i64>(t.shape().clone(), |o| {
+            for (o, s) in o.iter_mut().zip(s) {
+                let h = match self.key {
+                    None => crate::cpu::hash::fingerprint64(s),
+                    Some((k0, k1)) => crate::cpu::hash::siphash24(k0, k1, s),
+                };
+                // Below `num_buckets`, itself an int64: the cast is exact.
+                *o = (h % self.buckets) as i64;
+            }
+        })?;
+        ctx.set_output(0, out)
+    }
+}
+
+/// The `num_buckets` attribute (at least 1, as the op's definition requires).
+fn buckets(c: &crate::op_kernel::OpKernelConstruction<'_>) -> Result<u64> {
+    let n: i64 = c.attr("num_buckets")?;
+    u64::try_from(n)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| Status::invalid_argument(format!("num_buckets must be >= 1, got {n}")))
+}
+
 struct StaticRegexFullMatchKernel {
     regex: regex::bytes::Regex,
 }
@@ -69,6 +105,22 @@ impl OpKernel for StaticRegexFullMatchKernel {
 
 /// Registers the string kernels.
 pub fn register_all_kernels(r: &mut KernelRegistry) {
+    r.register(KernelDef::cpu("StringToHashBucketFast", |c| {
+        Ok(Box::new(HashBucketKernel {
+            buckets: buckets(c)?,
+            key: None,
+        }))
+    }));
+    r.register(KernelDef::cpu("StringToHashBucketStrong", |c| {
+        let key: Vec<i64> = c.attr("key")?;
+        let [k0, k1] = key[..] else {
+            return Err(Status::invalid_argument("Key must have 2 elements"));
+        };
+        Ok(Box::new(HashBucketKernel {
+            buckets: buckets(c)?,
+            key: Some((k0 as u64, k1 as u64)),
+        }))
+    }));
     r.register(KernelDef::cpu("StringJoin", |c| {
         Ok(Box::new(StringJoinKernel {
             separator: c.attr("separator")?,

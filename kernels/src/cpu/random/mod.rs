@@ -7,13 +7,18 @@
 //! - [`distributions`]: uniform, normal, truncated normal and uniform integer
 //!   groups, and the fill loop.
 //! - [`shuffle`]: `RandomShuffle`, a permutation of its input's rows.
+//! - [`multinomial`]: `Multinomial`, class indices drawn from logits.
+//! - [`candidate_sampler`]: `UniformCandidateSampler`,
+//!   `LogUniformCandidateSampler` and `ComputeAccidentalHits`.
 //!
 //! Each kernel owns a [`GuardedPhilox`]; every run reserves `256` blocks per output
 //! value (as TensorFlow does) and fills from the start of its reservation, so a
 //! second run continues the stream with the next values. Both seeds 0 means a
 //! random seed.
 
+pub mod candidate_sampler;
 pub mod distributions;
+pub mod multinomial;
 pub mod philox;
 pub mod shuffle;
 
@@ -24,7 +29,7 @@ use crate::dispatch_float;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
 use distributions::{fill, Distribution, Normal, RandomInt, TruncatedNormal, Uniform, UniformInt};
-pub use philox::{GuardedPhilox, Philox4x32};
+pub use philox::{GuardedPhilox, Philox4x32, SimplePhilox};
 
 /// Blocks of 128 bits TensorFlow reserves per output value.
 const SAMPLES_PER_OUTPUT: u64 = 256;
@@ -184,6 +189,8 @@ pub fn register_all_kernels(r: &mut KernelRegistry) {
             .type_constraint("Tout", &[DType::I32, DType::I64]),
     );
     shuffle::register(r);
+    multinomial::register(r);
+    candidate_sampler::register(r);
 }
 
 #[cfg(test)]

@@ -136,6 +136,60 @@ impl<'a> SingleSample<'a> {
     }
 }
 
+/// TensorFlow's `SimplePhilox`: an imperative interface to a generator, word by
+/// word (through [`SingleSample`]), for the kernels that draw a variable number
+/// of values (multinomial and candidate sampling).
+pub struct SimplePhilox<'a> {
+    single: SingleSample<'a>,
+}
+
+impl<'a> SimplePhilox<'a> {
+    /// Draws from `gen`, advancing it.
+    pub fn new(gen: &'a mut Philox4x32) -> SimplePhilox<'a> {
+        SimplePhilox {
+            single: SingleSample::new(gen),
+        }
+    }
+
+    /// 32 random bits.
+    pub fn rand32(&mut self) -> u32 {
+        self.single.next_u32()
+    }
+
+    /// 64 random bits: the first word low, the second high.
+    pub fn rand64(&mut self) -> u64 {
+        let lo = self.single.next_u32();
+        let hi = self.single.next_u32();
+        u64::from(lo) | (u64::from(hi) << 32)
+    }
+
+    /// A double uniform in `[0, 1)` from two words (52 mantissa bits).
+    pub fn rand_double(&mut self) -> f64 {
+        let x0 = self.single.next_u32();
+        let x1 = self.single.next_u32();
+        crate::cpu::random::distributions::u64_to_f64(x0, x1)
+    }
+
+    /// An integer uniform in `[0, n)` by rejection (TensorFlow's
+    /// `ExactUniformInt`: a power of two masks one draw; otherwise draws below
+    /// `(2^64 - 1) % n + 1` are rejected). `n == 0` draws once and gives 0.
+    pub fn uniform64(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return self.rand64().wrapping_mul(n);
+        }
+        if n & (n - 1) == 0 {
+            return self.rand64() & (n - 1);
+        }
+        let rem = (u64::MAX % n) + 1;
+        loop {
+            let r = self.rand64();
+            if r >= rem {
+                return r % n;
+            }
+        }
+    }
+}
+
 /// A fresh random `u64` (TensorFlow's `random::New64`), from the process's
 /// randomly keyed hasher, a counter and the clock.
 pub fn new64() -> u64 {
@@ -178,6 +232,12 @@ impl GuardedPhilox {
         local
     }
 
+    /// Reserves blocks for `samples` 32-bit words (rounded up to whole blocks), as
+    /// TensorFlow's `ReserveSamples32`.
+    pub fn reserve_samples32(&self, samples: u64) -> Philox4x32 {
+        self.reserve_samples128(samples.wrapping_add(3) / 4)
+    }
+
     /// Reserves `output_count * multiplier` blocks, the conservative amount
     /// TensorFlow's kernels reserve for `output_count` outputs (multiplier 256).
     pub fn reserve_random_outputs(&self, output_count: u64, multiplier: u64) -> Philox4x32 {
@@ -210,6 +270,34 @@ mod tests {
             g.next_block(),
             [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
         );
+    }
+
+    #[test]
+    fn simple_philox_words() {
+        let base = Philox4x32::new(5, 6);
+        let mut g = base;
+        let b = g.next_block();
+        let mut g = base;
+        let mut s = SimplePhilox::new(&mut g);
+        assert_eq!(s.rand64(), u64::from(b[0]) | (u64::from(b[1]) << 32));
+        assert_eq!(s.rand32(), b[2]);
+        // Powers of two mask; other bounds reject the low end.
+        let mut g = base;
+        let mut s = SimplePhilox::new(&mut g);
+        assert_eq!(
+            s.uniform64(8),
+            (u64::from(b[0]) | (u64::from(b[1]) << 32)) & 7
+        );
+        for n in [1u64, 3, 10, 1 << 40] {
+            assert!(s.uniform64(n) < n);
+        }
+        let x = s.rand_double();
+        assert!((0.0..1.0).contains(&x));
+        let g = GuardedPhilox::new(1, 1);
+        assert_eq!(g.reserve_samples32(5), Philox4x32::new(1, 1));
+        let mut two = Philox4x32::new(1, 1);
+        two.skip(2);
+        assert_eq!(g.reserve_samples32(0), two);
     }
 
     #[test]
