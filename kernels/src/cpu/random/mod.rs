@@ -8,7 +8,7 @@
 //!   groups, and the fill loop.
 //! - [`shuffle`]: `RandomShuffle`, a permutation of its input's rows.
 //! - [`multinomial`]: `Multinomial`, class indices drawn from logits.
-//! - [`candidate_sampler`]: `UniformCandidateSampler`,
+//! - [`candidate_sampler`] — `UniformCandidateSampler`,
 //!   `LogUniformCandidateSampler` and `ComputeAccidentalHits`.
 //!
 //! Each kernel owns a [`GuardedPhilox`]; every run reserves `256` blocks per output
