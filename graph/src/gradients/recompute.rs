@@ -177,28 +177,16 @@ impl Snapshot {
 
     /// Every node `node` depends on through data edges, itself included.
     fn ancestors(&self, node: &str) -> HashSet<String> {
-        let mut seen = HashSet::new();
-        let mut stack = vec![node.to_owned()];
-        while let Some(n) = stack.pop() {
-            if seen.insert(n.clone()) {
-                stack.extend(
-                    self.inputs
-                        .get(&n)
-                        .into_iter()
-                        .flatten()
-                        .map(|(src, _)| src.clone()),
-                );
-            }
-        }
-        seen
+        self.ancestors_until(node, None)
     }
 
-    /// The nodes `node` depends on without passing through `stop`.
-    fn ancestors_until(&self, node: &str, stop: &str) -> HashSet<String> {
+    /// The nodes `node` depends on (itself included) without passing through
+    /// `stop`.
+    fn ancestors_until(&self, node: &str, stop: Option<&str>) -> HashSet<String> {
         let mut seen = HashSet::new();
         let mut stack = vec![node.to_owned()];
         while let Some(n) = stack.pop() {
-            if n != stop && seen.insert(n.clone()) {
+            if Some(n.as_str()) != stop && seen.insert(n.clone()) {
                 stack.extend(
                     self.inputs
                         .get(&n)
@@ -255,7 +243,7 @@ impl Snapshot {
             };
             for u in uppers {
                 if let Some(skip) = self
-                    .ancestors_until(u, c_name)
+                    .ancestors_until(u, Some(c_name))
                     .into_iter()
                     .find(|n| n != c_name && below.contains(n) && data.contains(n))
                 {
