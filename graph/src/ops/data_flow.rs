@@ -453,7 +453,9 @@ mod tests {
         let unknown = placeholder(&s, DType::I32, Shape::unknown()).unwrap();
         let parts = crate::ops::dynamic_partition(&s, &data, &unknown, 2).unwrap();
         assert_eq!(parts[0].shape(), Shape::unknown());
-        let stitched = crate::ops::dynamic_stitch(&s, &[ids.clone()], &[data.clone()]).unwrap();
+        let stitched =
+            crate::ops::dynamic_stitch(&s, std::slice::from_ref(&ids), std::slice::from_ref(&data))
+                .unwrap();
         assert_eq!(stitched.shape(), Shape::from_dims(&[None, Some(2)]));
         assert!(crate::ops::parallel_dynamic_stitch(&s, &[ids], &[]).is_err());
     }
