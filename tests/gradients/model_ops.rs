@@ -3,7 +3,7 @@
 //! SparseReorder, SparseTensorDenseAdd, SparseReduceSum): checked against
 //! central differences, and against TensorFlow 2.21's `tf.gradients` values
 //! (`kernels/tests/fixtures/model_ops.json`, "grads", written by
-//! `gen_model_ops.py`).
+//! `gen_model_ops.py`). Also hash tables and hash buckets run in a session.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -301,4 +301,55 @@ fn tensorflow_gradient_values() {
     let r = ops::sparse_reorder(&s, &sp).unwrap();
     let g = gradients(&s, &[r.values], &[ix], None).unwrap();
     assert!(g[0].is_none());
+}
+
+/// Not gradients, but the same ops' state across steps and devices: a vocabulary
+/// table initialized once and looked up in later steps (missing words get the
+/// default), its size, and hash buckets for the words, under every placement the
+/// harness tries (the table's ops must meet the table on its device).
+#[test]
+fn tables_and_hash_buckets_in_a_session() {
+    let s = Scope::new();
+    let o = ops::TableOptions {
+        shared_name: "vocab".into(),
+        ..Default::default()
+    };
+    let table = ops::hash_table(&s, DType::String, DType::I64, &o).unwrap();
+    let keys = Tensor::from_strings(&[3], vec!["cat", "dog", "emu"]).unwrap();
+    let keys = ops::constant(&s, keys).unwrap();
+    let vals = ops::constant(&s, Tensor::vector(&[0i64, 1, 2])).unwrap();
+    let init = ops::initialize_table(&s, &table, &keys, &vals).unwrap();
+    let more = ops::constant(&s, Tensor::from_strings(&[1], vec!["yak"]).unwrap()).unwrap();
+    let bad_init = ops::initialize_table(
+        &s,
+        &table,
+        &more,
+        &ops::constant(&s, Tensor::vector(&[7i64])).unwrap(),
+    )
+    .unwrap();
+    let words = ops::placeholder(&s, DType::String, Shape::from_dims(&[None])).unwrap();
+    let dflt = ops::scalar(&s, -1i64).unwrap();
+    let ids = ops::lookup_table_find(&s, &table, &words, &dflt).unwrap();
+    let size = ops::lookup_table_size(&s, &table).unwrap();
+    let buckets = ops::string_to_hash_bucket_fast(&s, &words, 100).unwrap();
+    let (w, i, n, b) = (words.name(), ids.name(), size.name(), buckets.name());
+    let (w, i, n, b) = (w.as_str(), i.as_str(), n.as_str(), b.as_str());
+    let sess = AnyPlacement::new(&s.graph_def()).unwrap();
+    let feed = Tensor::from_strings(&[3], vec!["dog", "yak", "cat"]).unwrap();
+    let e = sess.run(&[(w, feed.clone())], &[i], &[]).unwrap_err();
+    assert_eq!(e.code(), actorflow::Code::FailedPrecondition, "{e}");
+    sess.run(&[], &[], &[init.name()]).unwrap();
+    // Initializing again with as many entries is accepted (TensorFlow compares
+    // only sizes); with another number it is refused.
+    sess.run(&[], &[], &[init.name()]).unwrap();
+    let e = sess.run(&[], &[], &[bad_init.name()]).unwrap_err();
+    assert_eq!(e.code(), actorflow::Code::FailedPrecondition, "{e}");
+    let out = sess.run(&[(w, feed)], &[i, n, b], &[]).unwrap();
+    assert_eq!(out[0], Tensor::vector(&[1i64, -1, 0]));
+    assert_eq!(out[1], Tensor::scalar(3i64));
+    let want: Vec<i64> = ["dog", "yak", "cat"]
+        .iter()
+        .map(|w| (actorflow::kernels::cpu::hash::fingerprint64(w.as_bytes()) % 100) as i64)
+        .collect();
+    assert_eq!(out[2], Tensor::vector(&want));
 }

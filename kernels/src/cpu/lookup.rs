@@ -1,6 +1,6 @@
 //! Lookup tables (TensorFlow's `lookup_table_op.cc`, `lookup_table_init_op.cc`,
 //! `initializable_lookup_table.cc`): [`HashTable`], a resource kept by the
-//! device's [`ResourceMgr`](crate::ResourceMgr) like variables and queues, and the
+//! device's [`ResourceMgr`] like variables and queues, and the
 //! kernels of `HashTableV2`, `InitializeTableV2`, `LookupTableImportV2`,
 //! `LookupTableInsertV2`, `LookupTableFindV2` and `LookupTableSizeV2`.
 //!

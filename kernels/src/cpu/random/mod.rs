@@ -7,9 +7,10 @@
 //! - [`distributions`]: uniform, normal, truncated normal and uniform integer
 //!   groups, and the fill loop.
 //! - [`shuffle`]: `RandomShuffle`, a permutation of its input's rows.
-//! - [`multinomial`]: `Multinomial`, class indices drawn from logits.
-//! - [`candidate_sampler`] — `UniformCandidateSampler`,
-//!   `LogUniformCandidateSampler` and `ComputeAccidentalHits`.
+//! - [`multinomial`]: class indices drawn from logits (`Multinomial`).
+//! - [`candidate_sampler`]: the samplers behind `nce_loss`
+//!   (`UniformCandidateSampler`, `LogUniformCandidateSampler`) and
+//!   `ComputeAccidentalHits`.
 //!
 //! Each kernel owns a [`GuardedPhilox`]; every run reserves `256` blocks per output
 //! value (as TensorFlow does) and fills from the start of its reservation, so a
