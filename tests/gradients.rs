@@ -9,6 +9,9 @@ mod any_placement;
 mod array;
 #[path = "gradients/checker.rs"]
 mod checker;
+#[allow(dead_code)]
+#[path = "graph_fixture/mod.rs"]
+mod graph_fixture;
 #[path = "gradients/math.rs"]
 mod math;
 #[path = "gradients/model_ops.rs"]

@@ -185,33 +185,7 @@ struct GradCase {
     grads: Vec<Option<Value>>,
 }
 
-fn tensor(v: &Value) -> Tensor {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect();
-    let vals = v["values"].as_array().expect("values");
-    match v["dtype"].as_str().expect("dtype") {
-        "float64" => Tensor::new(
-            &shape,
-            vals.iter().map(|x| x.as_f64().expect("f64")).collect(),
-        ),
-        "int32" => Tensor::new(
-            &shape,
-            vals.iter()
-                .map(|x| x.as_i64().expect("int") as i32)
-                .collect(),
-        ),
-        "int64" => Tensor::new(
-            &shape,
-            vals.iter().map(|x| x.as_i64().expect("int")).collect(),
-        ),
-        other => panic!("dtype {other}"),
-    }
-    .expect("fixture tensor")
-}
+use crate::graph_fixture::tensor;
 
 fn run_grad_case(c: &GradCase) {
     let s = Scope::new();

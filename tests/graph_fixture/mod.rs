@@ -98,7 +98,7 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// A fixture tensor: float32, int32, int64 or (hex) string.
+/// A fixture tensor: float32, float64, int32, int64 or (hex) string.
 pub fn tensor(v: &Value) -> Tensor {
     let shape: Vec<usize> = v["shape"]
         .as_array()
@@ -119,6 +119,10 @@ pub fn tensor(v: &Value) -> Tensor {
             vals.iter()
                 .map(|x| x.as_f64().expect("float") as f32)
                 .collect(),
+        ),
+        "float64" => Tensor::new(
+            &shape,
+            vals.iter().map(|x| x.as_f64().expect("float")).collect(),
         ),
         "int32" => Tensor::new(
             &shape,
