@@ -98,6 +98,13 @@ NODES = 20_000
 SENDRECV_NODES = 5_000
 LOOP_ITERATIONS = 100_000
 MATMUL_N = 1024
+BRANCHES = 4
+BRANCH_DEPTH = 4
+BRANCH_N = 512
+MOBILENET_GRAPH = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "kernels", "tests", "fixtures",
+    "mobilenet_graph.pb",
+)
 FIFO_ENQUEUE = 1000
 FIFO_DEQUEUE = 128
 MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
@@ -284,6 +291,68 @@ def matmul():
         return 2.0 * n**3 / t / 1e9
 
     return rep, sess.close
+
+
+def branches():
+    """BRANCHES independent chains of BRANCH_DEPTH 512x512 products: a step on one
+    inter-op and one intra-op thread over a step on the defaults (every core)."""
+    n = BRANCH_N
+    g = tf.Graph()
+    with g.as_default():
+        ends = []
+        for b in range(BRANCHES):
+            i = np.arange(n * n)
+            w = ((((i * 7 + b * 13) % 11).astype(np.float32) - np.float32(5.0))
+                 * np.float32(0.1) / np.float32(np.sqrt(n))).reshape(n, n)
+            w = tf.constant(w)
+            x = tf.constant(np.ones((n, n), np.float32))
+            for _ in range(BRANCH_DEPTH):
+                x = tf.matmul(x, w)
+            ends.append(x)
+        group = tf.group(*ends)
+
+    def make(threads):
+        cfg = config()
+        cfg.inter_op_parallelism_threads = threads
+        cfg.intra_op_parallelism_threads = threads
+        return tf1.Session(graph=g, config=cfg)
+
+    serial, parallel = make(1), make(0)
+
+    def rep():
+        t1 = measure(REPETITION_S / 2, lambda: serial.run(group))
+        tn = measure(REPETITION_S / 2, lambda: parallel.run(group))
+        return t1 / tn
+
+    def close():
+        serial.close()
+        parallel.close()
+
+    return rep, close
+
+
+def mobilenet_images(batch):
+    """gen_mobilenet.py's (and workloads::mobilenet_images') input images."""
+    size = 96 * 96 * 3
+    i = np.arange(batch * size, dtype=np.uint64)
+    noise = ((i * np.uint64(2654435761)) % np.uint64(1 << 32)).astype(np.float64) / 2.0**32
+    b = (i // np.uint64(size)).astype(np.float64)
+    x = (noise * 2.0 - 1.0) * (0.3 + 0.1 * b) + 0.15 * (b - 3.5)
+    return x.astype(np.float32).reshape(batch, 96, 96, 3)
+
+
+def mobilenet_infer():
+    """The frozen MobileNetV2 fixture on a batch of 8, under TensorFlow's default
+    graph optimizations as actorflow's session runs it under its own."""
+    graph_def = tf1.GraphDef()
+    with open(MOBILENET_GRAPH, "rb") as fh:
+        graph_def.ParseFromString(fh.read())
+    g = tf.Graph()
+    with g.as_default():
+        tf1.import_graph_def(graph_def, name="")
+    sess = session(g, grappler=True)
+    feed = {"input:0": mobilenet_images(8)}
+    return (lambda: measure(REPETITION_S, lambda: sess.run("Identity:0", feed)) * 1e3), sess.close
 
 
 def fifo_batched():
@@ -619,12 +688,14 @@ WORKLOADS = [
     ("sendrecv_chain_ns_per_node", sendrecv_chain),
     ("while_ns_per_iter", while_loop_iterations),
     ("matmul1024_gflops", matmul),
+    ("branches_speedup", branches),
     ("fifo_ns_per_elem_batched", fifo_batched),
     ("fifo_us_per_single_roundtrip", fifo_roundtrip),
     ("mlp_step_us", mlp_step),
     ("mlp_step_us_grappler", lambda: mlp_step(grappler=True)),
     ("lstm_step_ms", lstm_step),
     ("conv_mnist_step_ms", conv_mnist_step),
+    ("mobilenet_infer_ms", mobilenet_infer),
     ("csv_pipeline_us_per_record", csv_input_pipeline),
     ("ckpt_save_mib_s", ckpt_save),
     ("ckpt_restore_mib_s", ckpt_restore),

@@ -313,3 +313,61 @@ fn recomputation_refuses_segments_it_cannot_recompute() {
     // and one that separates works
     assert!(recomputed_gradients(&s, from_ref(&d), from_ref(&x), from_ref(&c), None).is_ok());
 }
+
+#[test]
+fn batch_norm_inference_normalizes_in_place_only_a_buffer_nobody_else_reads() {
+    use ops::normalization::FusedBatchNormOpts;
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::from_dims(&[Some(1000)])).unwrap();
+    let shape = ops::constant(&s, Tensor::vector(&[10i32, 5, 4, 5])).unwrap();
+    let vec5 = |v: [f32; 5]| ops::constant(&s, Tensor::vector(&v)).unwrap();
+    let (scale, offset) = (
+        vec5([1.0, 2.0, 3.0, 0.5, -1.0]),
+        vec5([0.5, 0.0, -1.0, 2.0, 0.25]),
+    );
+    let (mean, var) = (
+        vec5([0.0, 1.0, 2.0, -3.0, 10.0]),
+        vec5([1.0, 4.0, 9.0, 0.25, 2.0]),
+    );
+    let opts = FusedBatchNormOpts {
+        is_training: false,
+        ..Default::default()
+    };
+    let bn = |t: &Output| {
+        ops::normalization::fused_batch_norm(&s, t, &scale, &offset, Some(&mean), Some(&var), &opts)
+            .unwrap()
+            .y
+    };
+    // `alone`'s buffer has one reader, the normalization: it is normalized in
+    // place. `shared` (the same values, made differently: common subexpression
+    // elimination would merge the two) is also fetched: it must stay as it was.
+    let alone = ops::reshape(&s, &ops::neg(&s, &x).unwrap(), &shape).unwrap();
+    let zero = ops::scalar(&s, 0.0f32).unwrap();
+    let shared = ops::reshape(&s, &ops::sub(&s, &zero, &x).unwrap(), &shape).unwrap();
+    let (y1, y2) = (bn(&alone), bn(&shared));
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let (out, md) = traced(&sess, &[(&x, ramp(1000))], &[&y1, &y2, &shared]);
+    let expected: Vec<f32> = (0..1000)
+        .map(|i| {
+            let (k, v) = (i % 5, -(i as f32));
+            let (sc, of, m, va) = (
+                [1.0, 2.0, 3.0, 0.5, -1.0][k],
+                [0.5, 0.0, -1.0, 2.0, 0.25][k],
+                [0.0f32, 1.0, 2.0, -3.0, 10.0][k],
+                [1.0f32, 4.0, 9.0, 0.25, 2.0][k],
+            );
+            (v - m) * (1.0 / (va + 0.001f32).sqrt() * sc) + of
+        })
+        .collect();
+    assert_eq!(out[0].as_slice::<f32>().unwrap(), &expected[..]);
+    assert_eq!(out[1].as_slice::<f32>().unwrap(), &expected[..]);
+    let neg: Vec<f32> = (0..1000).map(|i| -(i as f32)).collect();
+    assert_eq!(
+        out[2].as_slice::<f32>().unwrap(),
+        &neg[..],
+        "the fetched input is unchanged"
+    );
+    // y: 4 000 bytes when allocated; the four 5-element statistics 80.
+    assert_eq!(node_memory(&md, y1.op().name()).allocated_bytes, 80);
+    assert_eq!(node_memory(&md, y2.op().name()).allocated_bytes, 4_080);
+}

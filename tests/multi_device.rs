@@ -398,3 +398,85 @@ fn stateful_nodes_keep_their_device_across_steps_and_extensions() {
         assert!(spread.len() >= 2, "the variables were not spread");
     }
 }
+
+/// Four independent chains of two 64×64 products of a fed matrix, each fetched:
+/// small integers, so every order of summation gives the same exact answers.
+fn branches_graph() -> (Scope, Output, Vec<Output>) {
+    let s = Scope::new();
+    let x = ops::placeholder(&s, DType::F32, Shape::unknown()).unwrap();
+    let ends = (0..4)
+        .map(|b| {
+            let w = Tensor::build::<f32>([64, 64], |v| {
+                v.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, w)| *w = ((i * 3 + b) % 5) as f32 - 2.0)
+            });
+            let w = ops::constant(&s, w).unwrap();
+            let h = ops::mat_mul(&s, &x, &w, false, false).unwrap();
+            ops::mat_mul(&s, &h, &w, false, false).unwrap()
+        })
+        .collect();
+    (s, x, ends)
+}
+
+#[test]
+fn independent_branches_answer_alike_on_any_threads_and_errors_name_the_node() {
+    let (s, x, ends) = branches_graph();
+    let fetches: Vec<String> = ends.iter().map(|e| e.name()).collect();
+    let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
+    let input = Tensor::build::<f32>([64, 64], |v| {
+        v.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i % 7) as f32 - 3.0)
+    });
+    let mut answers = Vec::new();
+    for (inter, intra) in [(0, 0), (1, 1), (0, 1), (2, 3), (-1, 0)] {
+        let opts = SessionOptions::default()
+            .with_inter_op_parallelism_threads(inter)
+            .with_intra_op_parallelism_threads(intra);
+        let sess = Session::new(&s.graph_def(), opts).unwrap();
+        let run = || sess.run(&[(&*x.name(), input.clone())], &fetches, &[]);
+        for _ in 0..3 {
+            answers.push(run().unwrap());
+        }
+        // A wrong feed fails the step in one of the branches' products, named,
+        // and the session goes on.
+        let bad = Tensor::build::<f32>([3, 5], |v| v.fill(1.0));
+        let err = sess.run(&[(&*x.name(), bad)], &fetches, &[]).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+        assert!(
+            err.node().is_some_and(|n| n.starts_with("MatMul")),
+            "{err:?}"
+        );
+        assert_eq!(run().unwrap(), answers[0]);
+    }
+    assert!(answers.iter().all(|a| *a == answers[0]));
+    // Branch 0 by hand: (x · w) · w.
+    let xv = input.as_slice::<f32>().unwrap();
+    let w = |i: usize| ((i * 3) % 5) as f32 - 2.0;
+    let product = |a: &[f32]| -> Vec<f32> {
+        (0..64 * 64)
+            .map(|ij| {
+                (0..64)
+                    .map(|k| a[ij / 64 * 64 + k] * w(k * 64 + ij % 64))
+                    .sum()
+            })
+            .collect()
+    };
+    let expected = product(&product(xv));
+    assert_eq!(answers[0][0].as_slice::<f32>().unwrap(), &expected[..]);
+}
+
+#[test]
+fn a_negative_intra_op_thread_count_is_refused() {
+    let (s, _, _) = branches_graph();
+    let opts = SessionOptions::default().with_intra_op_parallelism_threads(-2);
+    let Err(err) = Session::new(&s.graph_def(), opts) else {
+        panic!("a session with -2 intra-op threads was made");
+    };
+    assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+    assert!(
+        err.message().contains("intra_op_parallelism_threads"),
+        "{err}"
+    );
+}

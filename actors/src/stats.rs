@@ -23,6 +23,16 @@ use graph::TensorShape;
 use kernels::Entry;
 use rendezvous::FrameIter;
 
+/// A kernel still computing: (node index, frame, iteration), when it was called,
+/// its frame and iteration, and, for an expensive kernel run off the executor's
+/// thread, the counter of what it allocates.
+type Pending = (
+    (usize, usize, i64),
+    Instant,
+    FrameIter,
+    Option<Arc<MemoryCounter>>,
+);
+
 /// One executed node.
 #[derive(Clone, Debug)]
 pub struct NodeStats {
@@ -83,7 +93,7 @@ pub struct StatsCollector {
     pub memory: AllocatorStats,
     /// Asynchronous kernels still pending: (node index, frame, iteration) and when
     /// their kernel was called.
-    pending: Vec<((usize, usize, i64), Instant, FrameIter)>,
+    pending: Vec<Pending>,
     /// The step's counter on the device, charged by the executor.
     counter: Arc<MemoryCounter>,
 }
@@ -163,7 +173,19 @@ impl StatsCollector {
     /// Remembers that the asynchronous kernel of `tagged` (node index, frame,
     /// iteration) went pending after being called at `start`.
     pub fn kernel_pending(&mut self, tagged: (usize, usize, i64), start: Instant, fi: FrameIter) {
-        self.pending.push((tagged, start, fi));
+        self.pending.push((tagged, start, fi, None));
+    }
+
+    /// Remembers that the expensive kernel of `tagged` went to the device's pool
+    /// at `start`, counting what it allocates on `kernel`.
+    pub fn kernel_offloaded(
+        &mut self,
+        tagged: (usize, usize, i64),
+        start: Instant,
+        fi: FrameIter,
+        kernel: Arc<MemoryCounter>,
+    ) {
+        self.pending.push((tagged, start, fi, Some(kernel)));
     }
 
     /// Records the asynchronous kernel of `tagged`, which went pending (see
@@ -181,11 +203,15 @@ impl StatsCollector {
         let Some(i) = self.pending.iter().position(|p| p.0 == tagged) else {
             return;
         };
-        let (_, start, fi) = self.pending.swap_remove(i);
+        let (_, start, fi, kernel) = self.pending.swap_remove(i);
         let now = self.counter.total_bytes();
         self.record_outputs(names, (start, now), outputs, fi, is_dead, device);
         if let Some(n) = self.nodes.last_mut() {
-            n.waited = true;
+            match kernel {
+                // An offloaded kernel computed all along: what it allocated is its own.
+                Some(k) => n.memory.allocated_bytes = k.total_bytes(),
+                None => n.waited = true,
+            }
         }
     }
 }

@@ -30,7 +30,7 @@ pub mod testutil;
 pub use allocator::Allocator;
 pub use entry::Entry;
 pub use op_kernel::{
-    AsyncDone, AsyncOpKernel, AsyncStatus, CallFrame, DeviceContext, OpKernel,
+    AsyncDone, AsyncOpKernel, AsyncStatus, CallFrame, CpuThreads, DeviceContext, OpKernel,
     OpKernelConstruction, OpKernelContext, Outputs, Route, StepContext, ThreadTimer, Timer,
 };
 pub use registry::{KernelDef, KernelFactory, KernelRegistry, DEVICE_CPU};

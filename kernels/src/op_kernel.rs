@@ -48,6 +48,67 @@ pub struct DeviceContext {
     /// holds (TensorFlow's `forward_input_or_allocate_output`); off only to
     /// measure what forwarding saves.
     pub forward_buffers: bool,
+    /// How the device's kernels use the machine's cores.
+    pub threads: CpuThreads,
+}
+
+/// How a device's kernels use the machine's cores (TensorFlow's
+/// `ConfigProto.inter_op_parallelism_threads` and `intra_op_parallelism_threads`).
+///
+/// A kernel that reports [`OpKernel::is_expensive`] and is taken from the ready
+/// queue while other nodes are ready runs on a thread of [`Self::intra_op`]'s
+/// pool, so independent branches of a step run at once (TensorFlow's inter-op
+/// pool); the last ready node always runs on the executor's own thread, which
+/// would otherwise only wait. A kernel splits its own work over the same pool.
+#[derive(Clone, Debug)]
+pub struct CpuThreads {
+    /// Whether expensive kernels may leave the executor's thread; false for a
+    /// single inter-op thread, which runs every node of a step one after another.
+    pub inter_op: bool,
+    /// The pool kernels run on and split their work over; `None`: rayon's global
+    /// pool, one thread per core.
+    pub intra_op: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl Default for CpuThreads {
+    fn default() -> CpuThreads {
+        CpuThreads {
+            inter_op: true,
+            intra_op: None,
+        }
+    }
+}
+
+impl CpuThreads {
+    /// The threads of TensorFlow's `ConfigProto` settings: `inter_op` 1 (or
+    /// negative: the caller's thread) runs a step's nodes one at a time, 0 or
+    /// more lets expensive ones run beside each other; `intra_op` 0 uses every
+    /// core, `n` a pool of `n` threads of its own.
+    pub fn from_config(inter_op: i32, intra_op: i32) -> Result<CpuThreads> {
+        let intra_op = match usize::try_from(intra_op) {
+            Ok(0) => None,
+            Ok(n) => Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .thread_name(|i| format!("actorflow-intra-op-{i}"))
+                    .build()
+                    .map_err(|e| {
+                        Status::resource_exhausted(format!(
+                            "cannot start {n} intra-op threads: {e}"
+                        ))
+                    })?,
+            )),
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "intra_op_parallelism_threads must be 0 or more, not {intra_op}"
+                )))
+            }
+        };
+        Ok(CpuThreads {
+            inter_op: !(inter_op == 1 || inter_op < 0),
+            intra_op,
+        })
+    }
 }
 
 impl DeviceContext {
@@ -62,6 +123,7 @@ impl DeviceContext {
             max_allocation_bytes: default_max_allocation_bytes(),
             memory: Arc::new(MemoryCounter::new()),
             forward_buffers: true,
+            threads: CpuThreads::default(),
         }
     }
 
@@ -90,6 +152,14 @@ impl DeviceContext {
         }
     }
 
+    /// This device as one session sees it, its kernels using `threads`.
+    pub fn view_with_threads(&self, threads: CpuThreads) -> DeviceContext {
+        DeviceContext {
+            threads,
+            ..self.view()
+        }
+    }
+
     fn view(&self) -> DeviceContext {
         DeviceContext {
             name: self.name.clone(),
@@ -99,6 +169,7 @@ impl DeviceContext {
             max_allocation_bytes: self.max_allocation_bytes,
             memory: Arc::clone(&self.memory),
             forward_buffers: self.forward_buffers,
+            threads: self.threads.clone(),
         }
     }
 

@@ -176,6 +176,53 @@ fn matmul() -> Result<Box<dyn FnMut() -> Result<f64>>> {
     }))
 }
 
+/// `branches_speedup`'s graph: this many independent chains …
+const BRANCHES: usize = 4;
+/// … of this many products of 512×512 `f32` matrices each.
+const BRANCH_DEPTH: usize = 4;
+
+/// `branches_speedup`: a step of [`BRANCHES`] independent chains of 512×512
+/// matrix products (Inception-style branches), timed in a session with one
+/// inter-op and one intra-op thread and in one with the defaults (every core);
+/// the figure is the first time over the second.
+fn branches() -> Result<Box<dyn FnMut() -> Result<f64>>> {
+    const N: usize = 512;
+    let s = Scope::new();
+    let mut ends = Vec::with_capacity(BRANCHES);
+    for b in 0..BRANCHES {
+        // Entries of ±0.5/√N keep every product's values near the input's.
+        let w = Tensor::build::<f32>([N, N], |v| {
+            v.iter_mut().enumerate().for_each(|(i, x)| {
+                *x = (((i * 7 + b * 13) % 11) as f32 - 5.0) * 0.1 / (N as f32).sqrt()
+            })
+        });
+        let w = ops::constant(&s, w)?;
+        let mut x = ops::constant(&s, Tensor::build::<f32>([N, N], |v| v.fill(1.0)))?;
+        for _ in 0..BRANCH_DEPTH {
+            x = ops::mat_mul(&s, &x, &w, false, false)?;
+        }
+        ends.push(x);
+    }
+    let group = ops::group(&s, &ends.iter().map(|e| e.op()).collect::<Vec<_>>())?;
+    let g = s.graph_def();
+    let serial = Session::new(
+        &g,
+        SessionOptions::default()
+            .with_inter_op_parallelism_threads(1)
+            .with_intra_op_parallelism_threads(1),
+    )?;
+    let parallel = Session::new(&g, SessionOptions::default())?;
+    let target = group.name().to_owned();
+    Ok(Box::new(move || {
+        let time = |sess: &Session| -> Result<f64> {
+            let run = || sess.run(&[], &[], &[&target]).map(|_| ());
+            let reps = calibrate(REPETITION / 2, run)?;
+            time_per_call(reps, run)
+        };
+        Ok(time(&serial)? / time(&parallel)?)
+    }))
+}
+
 /// Elements per `enqueue_many` of `fifo_ns_per_elem_batched`.
 const FIFO_ENQUEUE: usize = 1000;
 /// Elements per `dequeue_many` of `fifo_ns_per_elem_batched`: batches that do not
@@ -845,6 +892,13 @@ pub fn all() -> Vec<Workload> {
             unit: "GFLOP/s",
             description: "Sum(MatMul(a, b)) of two 1024x1024 f32 variables",
             setup: matmul,
+        },
+        Workload {
+            name: "branches_speedup",
+            unit: "×",
+            description: "4 independent chains of 4 512x512 f32 MatMuls in one step: time on \
+                1 inter-op and 1 intra-op thread / time on every core",
+            setup: branches,
         },
         Workload {
             name: "fifo_ns_per_elem_batched",

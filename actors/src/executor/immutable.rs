@@ -28,6 +28,10 @@ pub enum KernelKind {
     Route(kernels::Route),
     /// `compute` on the executor's thread.
     Sync,
+    /// `compute` of a kernel that reports [`OpKernel::is_expensive`]: on the
+    /// device's pool while other nodes are ready, completing later as an
+    /// asynchronous kernel does (see [`kernels::CpuThreads`]).
+    Expensive,
     /// `compute_async`; may complete later through the device's mailbox.
     Async,
 }
@@ -431,6 +435,7 @@ impl ExecutorPlan {
                 None if kernel.as_async().is_some() => KernelKind::Async,
                 None => match kernel.route() {
                     Some(r) => KernelKind::Route(r),
+                    None if kernel.is_expensive() => KernelKind::Expensive,
                     None => KernelKind::Sync,
                 },
             };

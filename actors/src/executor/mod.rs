@@ -37,7 +37,7 @@ pub mod propagator;
 use std::sync::Arc;
 use std::time::Instant;
 
-use graph::tensor::memory::{Charge, ChargeScope};
+use graph::tensor::memory::{Charge, ChargeScope, MemoryCounter};
 use graph::{Result, Status};
 use kernels::{AsyncDone, AsyncStatus, Entry, OpKernelContext, Outputs, StepContext};
 use rendezvous::FrameIter;
@@ -95,6 +95,9 @@ enum Phase {
 enum NodeOutcome {
     Completed,
     Pending,
+    /// An expensive kernel went to the device's pool; with the counter of what it
+    /// allocates while the step collects statistics.
+    Offloaded(Option<Arc<MemoryCounter>>),
 }
 
 /// One partition's execution of one step; see the module docs.
@@ -256,7 +259,7 @@ impl ExecutorState {
                 Ok(NodeOutcome::Completed) => {
                     self.outstanding = self.outstanding + (self.prop.ready.len() - before) - 1;
                 }
-                Ok(NodeOutcome::Pending) => {}
+                Ok(NodeOutcome::Pending | NodeOutcome::Offloaded(_)) => {}
                 Err(e) => return self.fail(e.with_node(&*plan.nodes[tn.node].name)),
             }
         }
@@ -311,8 +314,18 @@ impl ExecutorState {
         }
         let outputs = &mut self.scratch[..item.num_outputs];
         let inputs = &mut it.input_tensors[item.input_start..item.input_start + item.num_inputs];
+        let others_ready = !ready.is_empty();
         let result = if !tn.is_dead || item.is_transfer {
-            Self::compute(item, inputs, outputs, &self.step, fi, &tn, host)
+            Self::compute(
+                item,
+                inputs,
+                outputs,
+                &self.step,
+                fi,
+                &tn,
+                host,
+                others_ready,
+            )
         } else {
             Ok(NodeOutcome::Completed)
         };
@@ -322,10 +335,16 @@ impl ExecutorState {
             other => {
                 clear(outputs);
                 if STATS {
-                    if let (Ok(NodeOutcome::Pending), Some(st), Some(t0)) =
-                        (&other, self.stats.as_mut(), start)
+                    if let (Ok(outcome), Some(st), Some(t0)) = (&other, self.stats.as_mut(), start)
                     {
-                        st.kernel_pending((tn.node, tn.frame, tn.iter), t0.0, fi);
+                        let tagged = (tn.node, tn.frame, tn.iter);
+                        match outcome {
+                            NodeOutcome::Pending => st.kernel_pending(tagged, t0.0, fi),
+                            NodeOutcome::Offloaded(Some(k)) => {
+                                st.kernel_offloaded(tagged, t0.0, fi, Arc::clone(k))
+                            }
+                            _ => {}
+                        }
                     }
                 }
                 return other;
@@ -356,16 +375,19 @@ impl ExecutorState {
     }
 
     /// Runs a live node's kernel (or forwards its constant). Inlined into
-    /// [`Self::process`]; references and asynchronous kernels take out-of-line paths.
+    /// [`Self::process`]; references, asynchronous and expensive kernels take
+    /// out-of-line paths. `others_ready`: more nodes wait in the ready queue.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn compute(
         item: &NodeItem,
         inputs: &mut [Entry],
         outputs: &mut [Entry],
-        step: &StepContext,
+        step: &Arc<StepContext>,
         fi: FrameIter,
         tn: &TaggedNode,
         host: &mut dyn ExecutorHost,
+        others_ready: bool,
     ) -> Result<NodeOutcome> {
         if item.may_receive_ref && Self::read_refs(item, inputs, outputs)? {
             return Ok(NodeOutcome::Completed);
@@ -379,6 +401,14 @@ impl ExecutorState {
             }
             KernelKind::Async => {
                 return Self::compute_async(item, inputs, outputs, step, fi, tn, host);
+            }
+            KernelKind::Expensive => {
+                if others_ready && step.device.threads.inter_op {
+                    return Ok(NodeOutcome::Offloaded(Self::spawn(
+                        item, inputs, step, fi, tn, host,
+                    )));
+                }
+                Self::compute_expensive(item, inputs, outputs, step, fi, tn)?;
             }
         }
         Self::check_set(item, tn, outputs)?;
@@ -405,6 +435,83 @@ impl ExecutorState {
             }
         }
         Ok(false)
+    }
+
+    /// Runs an expensive kernel on this thread, splitting its work over the
+    /// device's intra-op pool.
+    #[inline(never)]
+    fn compute_expensive(
+        item: &NodeItem,
+        inputs: &mut [Entry],
+        outputs: &mut [Entry],
+        step: &StepContext,
+        fi: FrameIter,
+        tn: &TaggedNode,
+    ) -> Result<()> {
+        let mut run = || {
+            let mut ctx = OpKernelContext::new(inputs, outputs, step, fi, tn.is_dead, None);
+            contain_panic("kernel", || item.kernel.compute(&mut ctx))
+        };
+        match &step.device.threads.intra_op {
+            None => run(),
+            Some(pool) => {
+                // The pool's thread allocates the outputs: charge them as here.
+                let charge = Charge::current();
+                pool.install(move || {
+                    let _scope = charge.map(ChargeScope::enter);
+                    run()
+                })
+            }
+        }
+    }
+
+    /// Hands an expensive kernel to the device's pool, taking its inputs: it
+    /// completes through `host` as a pending asynchronous kernel does, its
+    /// buffers charged as this thread's are. While the step collects statistics,
+    /// returns the counter of what the kernel allocates.
+    #[inline(never)]
+    fn spawn(
+        item: &NodeItem,
+        inputs: &mut [Entry],
+        step: &Arc<StepContext>,
+        fi: FrameIter,
+        tn: &TaggedNode,
+        host: &mut dyn ExecutorHost,
+    ) -> Option<Arc<MemoryCounter>> {
+        let mut inputs: Outputs = inputs.iter_mut().map(Entry::take).collect();
+        let mut outputs: Outputs = (0..item.num_outputs).map(|_| Entry::Empty).collect();
+        let kernel = Arc::clone(&item.kernel);
+        let step2 = Arc::clone(step);
+        let done = host.async_done(*tn);
+        let mut charge = Charge::current();
+        let counter = match charge.take() {
+            Some(c) if c.counts_step() => {
+                let k = Arc::new(MemoryCounter::new());
+                charge = Some(c.with_kernel(Arc::clone(&k)));
+                Some(k)
+            }
+            other => {
+                charge = other;
+                None
+            }
+        };
+        let is_dead = tn.is_dead;
+        let job = move || {
+            let _scope = charge.map(ChargeScope::enter);
+            let result = {
+                let mut ctx =
+                    OpKernelContext::new(&mut inputs, &mut outputs, &step2, fi, is_dead, None);
+                contain_panic("kernel", || kernel.compute(&mut ctx))
+            };
+            // The inputs' buffers are free before the consumers run.
+            drop(inputs);
+            done.done(result.map(|()| outputs));
+        };
+        match &step.device.threads.intra_op {
+            None => rayon::spawn(job),
+            Some(pool) => pool.spawn(job),
+        }
+        counter
     }
 
     /// Starts an asynchronous kernel; `Pending` when it finishes later.

@@ -341,6 +341,13 @@ impl Session {
         if !options.buffer_forwarding {
             worker = worker.without_buffer_forwarding();
         }
+        let (inter, intra) = (
+            options.inter_op_parallelism_threads,
+            options.intra_op_parallelism_threads,
+        );
+        if (inter, intra) != (0, 0) {
+            worker = worker.with_threads(kernels::CpuThreads::from_config(inter, intra)?);
+        }
         let worker = Arc::new(worker);
         let devices = runtime.devices().iter().map(|d| d.name.clone()).collect();
         Session::with_worker(runtime, graph, options, devices, worker, default_container)

@@ -195,6 +195,16 @@ pub struct SessionOptions {
     /// written). On by default, as in TensorFlow, which has no switch for it:
     /// turning it off only measures what it saves.
     pub buffer_forwarding: bool,
+    /// TensorFlow's `ConfigProto.inter_op_parallelism_threads`: 1 (or negative)
+    /// runs a step's nodes on each device one at a time; 0, the default, lets a
+    /// device run expensive kernels (matrix products, convolutions) of
+    /// independent branches at once on its cores (see [`kernels::CpuThreads`]).
+    pub inter_op_parallelism_threads: i32,
+    /// TensorFlow's `ConfigProto.intra_op_parallelism_threads`: the threads one
+    /// expensive kernel splits its work over and the branches run on; 0, the
+    /// default, every core (rayon's global pool), `n` a pool of `n` threads of
+    /// the session's own.
+    pub intra_op_parallelism_threads: i32,
 }
 
 impl Default for SessionOptions {
@@ -210,6 +220,8 @@ impl Default for SessionOptions {
             rewrite_options: RewriterConfig::default(),
             enable_bfloat16_sendrecv: false,
             buffer_forwarding: true,
+            inter_op_parallelism_threads: 0,
+            intra_op_parallelism_threads: 0,
         }
     }
 }
@@ -236,6 +248,10 @@ impl SessionOptions {
         with_enable_bfloat16_sendrecv => enable_bfloat16_sendrecv: bool;
         /// Sets [`buffer_forwarding`](Self::buffer_forwarding).
         with_buffer_forwarding => buffer_forwarding: bool;
+        /// Sets [`inter_op_parallelism_threads`](Self::inter_op_parallelism_threads).
+        with_inter_op_parallelism_threads => inter_op_parallelism_threads: i32;
+        /// Sets [`intra_op_parallelism_threads`](Self::intra_op_parallelism_threads).
+        with_intra_op_parallelism_threads => intra_op_parallelism_threads: i32;
     }
 }
 

@@ -173,6 +173,15 @@ impl LocalWorker {
         self
     }
 
+    /// The same worker whose devices run their kernels on `threads` (see
+    /// [`kernels::CpuThreads`]).
+    pub fn with_threads(mut self, threads: kernels::CpuThreads) -> LocalWorker {
+        for d in &mut self.devices {
+            *d = Arc::new(d.view_with_threads(threads.clone()));
+        }
+        self
+    }
+
     /// The same worker taking each step's table from `tables`, where a peer's
     /// receive may have created it first (a worker of a cluster).
     pub fn with_step_tables(mut self, tables: Arc<dyn StepTables>) -> LocalWorker {

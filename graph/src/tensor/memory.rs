@@ -123,25 +123,48 @@ impl MemoryCounter {
 pub struct Charge {
     device: Arc<MemoryCounter>,
     step: Option<Arc<MemoryCounter>>,
+    /// One kernel's own count, while it runs off its executor's thread.
+    kernel: Option<Arc<MemoryCounter>>,
 }
 
 impl Charge {
     /// Charges `bytes` to `device` and `step`.
     pub fn new(device: Arc<MemoryCounter>, step: Option<Arc<MemoryCounter>>) -> Charge {
-        Charge { device, step }
+        Charge {
+            device,
+            step,
+            kernel: None,
+        }
+    }
+
+    /// Whether a step's statistics count these buffers.
+    pub fn counts_step(&self) -> bool {
+        self.step.is_some()
+    }
+
+    /// The same charge, also counted on `kernel` (what one kernel allocated,
+    /// when other kernels charge the same step at the same time).
+    pub fn with_kernel(mut self, kernel: Arc<MemoryCounter>) -> Charge {
+        self.kernel = Some(kernel);
+        self
+    }
+
+    /// The charge of this thread's open scope, to carry to another thread.
+    pub fn current() -> Option<Charge> {
+        SCOPE.try_with(|s| s.borrow().clone()).ok().flatten()
     }
 
     fn charge(&self, bytes: usize) {
         self.device.charge(bytes);
-        if let Some(s) = &self.step {
-            s.charge(bytes);
+        for c in [&self.step, &self.kernel].into_iter().flatten() {
+            c.charge(bytes);
         }
     }
 
     fn release(&self, bytes: usize) {
         self.device.release(bytes);
-        if let Some(s) = &self.step {
-            s.release(bytes);
+        for c in [&self.step, &self.kernel].into_iter().flatten() {
+            c.release(bytes);
         }
     }
 }

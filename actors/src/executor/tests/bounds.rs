@@ -53,7 +53,7 @@ fn a_million_iterations_do_not_grow_memory() {
         );
         let st = step(&dev, 1);
         let mut ex = ExecutorState::new(plan, Arc::clone(&st), None);
-        let mut host = QueueHost { q: Arc::default() };
+        let mut host = QueueHost::new();
         match ex.start(&mut host) {
             ExecutorTransition::Done(r) => r.unwrap(),
             ExecutorTransition::Running => {
@@ -112,7 +112,7 @@ fn parallel_iterations_of_i32_max_allocate_by_use() {
     );
     let st = step(&dev, 1);
     let mut ex = ExecutorState::new(plan, Arc::clone(&st), None);
-    let mut host = QueueHost { q: Arc::default() };
+    let mut host = QueueHost::new();
     drive(&mut ex, &mut host).unwrap();
     assert_eq!(
         st.call_frame.take_retvals()[0],

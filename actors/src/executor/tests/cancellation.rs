@@ -26,7 +26,7 @@ fn cancel_busy_loop(after: Duration, status: Option<Status>) -> (Result<()>, Dur
     };
     let t = Instant::now();
     let mut ex = ExecutorState::new(plan, st, None);
-    let mut host = QueueHost { q: Arc::default() };
+    let mut host = QueueHost::new();
     let r = drive(&mut ex, &mut host);
     let took = t.elapsed();
     canceller.join().unwrap();
@@ -61,7 +61,7 @@ fn a_step_cancelled_before_it_starts_stops_at_the_first_read() {
     let st = step(&dev, 1);
     st.cancellation.cancel();
     let mut ex = ExecutorState::new(plan, st, Some(StatsCollector::new(&dev.name)));
-    let mut host = QueueHost { q: Arc::default() };
+    let mut host = QueueHost::new();
     assert_eq!(
         drive(&mut ex, &mut host).unwrap_err().code(),
         Code::Cancelled

@@ -6,9 +6,9 @@
 
 mod bounds;
 mod cancellation;
+mod threads;
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc};
 
 use graph::{Code, DType, NodeDef, Tensor};
 use kernels::{AsyncDone, CallFrame, DeviceContext, StepContext};
@@ -16,17 +16,32 @@ use rendezvous::LocalRendezvous;
 
 use super::*;
 
+/// Queues completions, which may come from other threads (expensive kernels run
+/// on the device's pool).
 struct QueueHost {
-    q: Arc<Mutex<VecDeque<ExecutorMsg>>>,
+    tx: mpsc::Sender<ExecutorMsg>,
+    rx: mpsc::Receiver<ExecutorMsg>,
+}
+
+impl QueueHost {
+    fn new() -> QueueHost {
+        let (tx, rx) = mpsc::channel();
+        QueueHost { tx, rx }
+    }
+
+    /// The next completion; fails the test when none comes.
+    fn next(&self) -> ExecutorMsg {
+        self.rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("executor waits but nothing is pending")
+    }
 }
 
 impl ExecutorHost for QueueHost {
     fn async_done(&mut self, node: TaggedNode) -> AsyncDone {
-        let q = Arc::clone(&self.q);
+        let tx = self.tx.clone();
         AsyncDone::new(move |result| {
-            q.lock()
-                .unwrap()
-                .push_back(ExecutorMsg::KernelDone { node, result })
+            let _ = tx.send(ExecutorMsg::KernelDone { node, result });
         })
     }
 }
@@ -59,12 +74,7 @@ fn drive(ex: &mut ExecutorState, host: &mut QueueHost) -> Result<()> {
         match t {
             ExecutorTransition::Done(r) => return r,
             ExecutorTransition::Running => {
-                let msg = host
-                    .q
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .expect("executor waits but nothing is pending");
+                let msg = host.next();
                 t = ex.handle(msg, host);
             }
         }
@@ -110,18 +120,13 @@ fn run(nodes: Vec<NodeDef>, retvals: usize) -> (Result<Vec<Option<Tensor>>>, Sta
     };
     let st = step(&dev, retvals);
     let mut ex = ExecutorState::new(plan, Arc::clone(&st), Some(StatsCollector::new(&dev.name)));
-    let mut host = QueueHost { q: Arc::default() };
+    let mut host = QueueHost::new();
     let mut t = ex.start(&mut host);
     let r = loop {
         match t {
             ExecutorTransition::Done(r) => break r,
             ExecutorTransition::Running => {
-                let msg = host
-                    .q
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .expect("executor waits but nothing is pending");
+                let msg = host.next();
                 t = ex.handle(msg, &mut host);
             }
         }
@@ -452,7 +457,7 @@ fn a_panicking_kernel_fails_its_step_and_names_the_node() {
         let plan = Arc::new(ExecutorPlan::build(&g, &dev, &registry, &NoKernelCache).unwrap());
         let st = step(&dev, 1);
         let mut ex = ExecutorState::new(plan, Arc::clone(&st), None);
-        let r = drive(&mut ex, &mut QueueHost { q: Arc::default() });
+        let r = drive(&mut ex, &mut QueueHost::new());
         if ok {
             r.unwrap();
             assert_eq!(st.call_frame.take_retvals()[0], Some(Tensor::scalar(0i32)));

@@ -147,6 +147,68 @@ impl Layout {
         }
     }
 
+    /// `y[i] = (x[i] - mean[k]) · factor[k] + offset[k]` for the channel `k` of
+    /// `i`, reading `x` from `xs` or, when `None`, from `y` itself (`x`'s buffer
+    /// forwarded). Zipped slices, no per-element index arithmetic or bounds
+    /// checks, so the loops vectorize.
+    fn normalize<T: BnElem>(
+        &self,
+        xs: Option<&[T]>,
+        y: &mut [T],
+        mean: &[f32],
+        factor: &[f32],
+        offset: &[f32],
+    ) {
+        let (c, inner) = (self.channels, self.inner);
+        if c == 0 || inner == 0 || y.is_empty() {
+            return;
+        }
+        let norm = |x: T, m: f32, f: f32, b: f32| T::from_f32((x.to_f32() - m) * f + b);
+        // A block is whole rows of channels (channel-last) or one channel's run.
+        let block = if inner == 1 {
+            c * (PAR_MIN_ELEMS / 8 / c).max(1)
+        } else {
+            inner
+        };
+        let (mean, factor, offset) = (&mean[..c], &factor[..c], &offset[..c]);
+        let body = |(j, o): (usize, &mut [T])| {
+            let x = xs.map(|x| &x[j * block..j * block + o.len()]);
+            if inner == 1 {
+                for (r, o) in o.chunks_exact_mut(c).enumerate() {
+                    let per_channel = mean.iter().zip(factor).zip(offset);
+                    match x {
+                        Some(x) => {
+                            let x = &x[r * c..(r + 1) * c];
+                            for ((o, &x), ((&m, &f), &b)) in o.iter_mut().zip(x).zip(per_channel) {
+                                *o = norm(x, m, f, b);
+                            }
+                        }
+                        None => {
+                            for (o, ((&m, &f), &b)) in o.iter_mut().zip(per_channel) {
+                                *o = norm(*o, m, f, b);
+                            }
+                        }
+                    }
+                }
+            } else {
+                let k = j % c;
+                let (m, f, b) = (mean[k], factor[k], offset[k]);
+                match x {
+                    Some(x) => o
+                        .iter_mut()
+                        .zip(x)
+                        .for_each(|(o, &x)| *o = norm(x, m, f, b)),
+                    None => o.iter_mut().for_each(|o| *o = norm(*o, m, f, b)),
+                }
+            }
+        };
+        if y.len() >= PAR_MIN_ELEMS {
+            y.par_chunks_mut(block).enumerate().for_each(body);
+        } else {
+            y.chunks_mut(block).enumerate().for_each(body);
+        }
+    }
+
     /// `out[i] = f(channel of i, i)` over the whole tensor.
     fn map<O: Send>(&self, out: &mut [O], f: impl Fn(usize, usize) -> O + Sync) {
         let (c, inner) = (self.channels, self.inner);
@@ -246,10 +308,10 @@ impl<T: BnElem> OpKernel for FusedBatchNormKernel<T> {
         let (running_mean, running_var) = (f32_vec(mean_in)?, f32_vec(var_in)?);
         let xs = x.as_slice::<T>()?;
         let n = l.per_channel();
-        let x_dims = x.dims().to_vec();
-        let mut y = ctx.allocate(T::DTYPE, &x_dims[..])?;
+        let x_shape = x.shape().clone();
         let reserve3 = Tensor::scalar(0.0f32);
         if x.num_elements() == 0 {
+            let y = ctx.allocate(T::DTYPE, x_shape)?;
             let nan = Tensor::vector(&vec![f32::NAN; c]);
             ctx.set_output(0, y)?;
             ctx.set_output(1, nan.clone())?;
@@ -285,9 +347,14 @@ impl<T: BnElem> OpKernel for FusedBatchNormKernel<T> {
             .zip(&scale)
             .map(|(&v, &s)| (1.0 / (v + self.epsilon).sqrt()) * s)
             .collect();
-        l.map(y.as_mut_slice::<T>()?, |k, i| {
-            T::from_f32((xs[i].to_f32() - mean[k]) * factor[k] + offset[k])
-        });
+        // `y` takes `x`'s buffer when nothing else holds it (TensorFlow's
+        // kernel forwards it too); `x` is read from it then.
+        let mut y = ctx.forward_input_or_allocate(0, T::DTYPE, &x_shape)?;
+        let xs = match ctx.input(0) {
+            Ok(x) => Some(x.as_slice::<T>()?),
+            Err(_) => None,
+        };
+        l.normalize(xs, y.as_mut_slice::<T>()?, &mean, &factor, &offset);
         let (out_mean, out_var) = if self.is_training {
             let bessel = n as f32 / (n.saturating_sub(1).max(1)) as f32;
             let corrected: Vec<f32> = var.iter().map(|&v| v * bessel).collect();

@@ -105,6 +105,14 @@ pub fn forward<T: ConvScalar>(g: &Geometry, input: &[T], filter: &[T], out: &mut
                     let at = ((n * g.rows.input + iy) * g.cols.input + ix) * c;
                     let src = &input[at..at + c];
                     let w = &filter[(ky * g.cols.filter + kx) * od..][..od];
+                    if m == 1 {
+                        // One filter per channel (MobileNets): a plain zip over
+                        // the channels, which vectorizes.
+                        for ((d, &w), &x) in dst.iter_mut().zip(w).zip(src) {
+                            *d = d.mul_add(x, w);
+                        }
+                        continue;
+                    }
                     for ((d, w), &x) in dst.chunks_exact_mut(m).zip(w.chunks_exact(m)).zip(src) {
                         for (d, &w) in d.iter_mut().zip(w) {
                             *d = d.mul_add(x, w);
@@ -147,6 +155,12 @@ pub fn backprop_input<T: ConvScalar>(g: &Geometry, filter: &[T], dy: &[T], dx: &
                     let at = ((n * g.rows.output + oy) * g.cols.output + ox) * od;
                     let grad = &dy[at..at + od];
                     let w = &filter[(ky * g.cols.filter + kx) * od..][..od];
+                    if m == 1 {
+                        for ((d, &gr), &w) in dst.iter_mut().zip(grad).zip(w) {
+                            *d = d.mul_add(gr, w);
+                        }
+                        continue;
+                    }
                     for ((d, gr), w) in dst
                         .iter_mut()
                         .zip(grad.chunks_exact(m))
@@ -191,6 +205,12 @@ pub fn backprop_filter<T: ConvScalar>(g: &Geometry, input: &[T], dy: &[T], dw: &
                         let at = ((n * g.rows.input + iy) * g.cols.input + ix) * c;
                         let src = &input[at..at + c];
                         let tap = &mut acc[(ky * g.cols.filter + kx) * od..][..od];
+                        if m == 1 {
+                            for ((t, &gv), &x) in tap.iter_mut().zip(grad).zip(src) {
+                                *t = t.mul_add(x, gv);
+                            }
+                            continue;
+                        }
                         for ((t, gr), &x) in
                             tap.chunks_exact_mut(m).zip(grad.chunks_exact(m)).zip(src)
                         {
