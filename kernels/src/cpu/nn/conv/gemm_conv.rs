@@ -32,7 +32,11 @@ fn spread(g: &Geometry) -> Spread {
     let threads = rayon::current_num_threads();
     let total = g.flops();
     let per_image = total / g.batch.max(1);
-    if threads > 1 && g.batch > 1 && total >= PAR_FLOPS && per_image < PAR_FLOPS {
+    // Whole images per thread need no synchronisation inside the products; a
+    // product split over threads pays it for every block. Split products only
+    // when there are too few images to keep every thread busy.
+    let images_fill_threads = g.batch >= 2 * threads || per_image < PAR_FLOPS;
+    if threads > 1 && g.batch > 1 && total >= PAR_FLOPS && images_fill_threads {
         Spread::Images
     } else if total >= PAR_FLOPS {
         Spread::Product(threads)
@@ -81,20 +85,46 @@ pub fn forward<T: ConvScalar>(
         return T::matmul(a, b, out, threads);
     }
     let in_image = g.in_image();
-    let image = |dst: &mut [T], n: usize, threads: usize| -> Result<()> {
+    let image = |bufs: &mut Buffers<T>, (n, dst): (usize, &mut [T]), threads: usize| {
         let src = &input[n * in_image..(n + 1) * in_image];
-        forward_image(g, src, filter, dst, threads)
+        forward_image(g, src, filter, dst, bufs, threads)
     };
+    // Each rayon job reuses one patch buffer for all its images.
     match spread(g) {
         Spread::Images => out
             .par_chunks_mut(p * od)
             .enumerate()
-            .try_for_each(|(n, dst)| image(dst, n, 1)),
-        Spread::Product(t) => out
-            .chunks_mut(p * od)
-            .enumerate()
-            .try_for_each(|(n, dst)| image(dst, n, t)),
+            .try_for_each_init(Buffers::default, |b, job| image(b, job, 1)),
+        Spread::Product(t) => {
+            let mut b = Buffers::default();
+            out.chunks_mut(p * od)
+                .enumerate()
+                .try_for_each(|job| image(&mut b, job, t))
+        }
     }
+}
+
+/// A patch block and a group's product, kept across the images of one job.
+struct Buffers<T> {
+    col: Vec<T>,
+    tmp: Vec<T>,
+}
+
+impl<T> Default for Buffers<T> {
+    fn default() -> Self {
+        Buffers {
+            col: Vec::new(),
+            tmp: Vec::new(),
+        }
+    }
+}
+
+/// `buf` holding at least `len` elements; the first `len` returned.
+fn at_least<T: Clone + Default>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
+    if buf.len() < len {
+        buf.resize(len, T::default());
+    }
+    &mut buf[..len]
 }
 
 /// One image of [`forward`], block by block and group by group.
@@ -103,21 +133,16 @@ fn forward_image<T: ConvScalar>(
     src: &[T],
     filter: &[T],
     dst: &mut [T],
+    bufs: &mut Buffers<T>,
     threads: usize,
 ) -> Result<()> {
     let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
     let groups = g.groups();
     let og = od / groups;
     let rows = block_rows(g);
-    let mut col = vec![T::default(); rows * k];
-    let mut tmp = if groups > 1 {
-        vec![T::default(); rows * og]
-    } else {
-        Vec::new()
-    };
     for first in (0..p).step_by(rows) {
         let n = rows.min(p - first);
-        let col = &mut col[..n * k];
+        let col = at_least(&mut bufs.col, n * k);
         let out = &mut dst[first * od..(first + n) * od];
         for gi in 0..groups {
             im2col(g, src, gi * g.filter_depth, first, col);
@@ -126,7 +151,7 @@ fn forward_image<T: ConvScalar>(
             if groups == 1 {
                 T::matmul(a, b, out, threads)?;
             } else {
-                let tmp = &mut tmp[..n * og];
+                let tmp = at_least(&mut bufs.tmp, n * og);
                 T::matmul(a, b, tmp, threads)?;
                 for (row, t) in out.chunks_exact_mut(od).zip(tmp.chunks_exact(og)) {
                     row[gi * og..(gi + 1) * og].copy_from_slice(t);
@@ -161,13 +186,12 @@ pub fn backprop_input<T: ConvScalar>(
         return T::matmul(a, wt, dx, threads);
     }
     let in_image = g.in_image();
-    let image = |dst: &mut [T], n: usize, threads: usize| -> Result<()> {
+    let image = |col: &mut Vec<T>, (n, dst): (usize, &mut [T]), threads: usize| -> Result<()> {
         let rows = block_rows(g);
-        let mut col = vec![T::default(); rows * k];
         let dy = &dy[n * p * od..(n + 1) * p * od];
         for first in (0..p).step_by(rows) {
             let m = rows.min(p - first);
-            let col = &mut col[..m * k];
+            let col = at_least(col, m * k);
             let a = MatRef::new(&dy[first * od..], m, od, od, 1)?;
             T::matmul(a, wt, col, threads)?;
             col2im(g, col, first, dst);
@@ -178,11 +202,13 @@ pub fn backprop_input<T: ConvScalar>(
         Spread::Images => dx
             .par_chunks_mut(in_image)
             .enumerate()
-            .try_for_each(|(n, dst)| image(dst, n, 1)),
-        Spread::Product(t) => dx
-            .chunks_mut(in_image)
-            .enumerate()
-            .try_for_each(|(n, dst)| image(dst, n, t)),
+            .try_for_each_init(Vec::new, |col, job| image(col, job, 1)),
+        Spread::Product(t) => {
+            let mut col = Vec::new();
+            dx.chunks_mut(in_image)
+                .enumerate()
+                .try_for_each(|job| image(&mut col, job, t))
+        }
     }
 }
 
