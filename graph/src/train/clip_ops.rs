@@ -63,7 +63,7 @@ pub fn global_norm(s: &Scope, t_list: &[Output]) -> Result<Output> {
     }
     let stacked = ops::pack(&ns, &half_squared, 0)?;
     let sum = ops::sum_axes(&ns, &stacked, &[0], false)?;
-    let two = Hyper::Value(2.0).to_output(&ns, dtype, "Const")?;
+    let two = Hyper::Value(2.0).to_output(&ns, dtype, "two")?;
     let squared = ops::mul(&ns, &sum, &two)?;
     ns.op("Sqrt").name("global_norm").input(&squared).build1()
 }
