@@ -66,6 +66,8 @@ pub mod sync_replicas;
 pub mod variables;
 
 #[cfg(test)]
+mod optimizer_layout_tests;
+#[cfg(test)]
 mod tests;
 
 pub use adadelta::AdadeltaOptimizer;

@@ -112,3 +112,83 @@ pub fn resource_apply_adadelta(
 ) -> Result<Operation> {
     build_apply(s, "ResourceApplyAdadelta", &i.vars(), &i.rest(), opts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops;
+    use crate::ops::training::regularized::tests::signature;
+    use crate::{DType, Shape, Tensor};
+
+    #[test]
+    fn signatures_match_tensorflow() {
+        // TensorFlow 2.21's op registry
+        for (op, inputs) in [
+            (
+                "ApplyCenteredRMSProp",
+                "var mg ms mom lr rho momentum epsilon grad",
+            ),
+            (
+                "SparseApplyCenteredRMSProp",
+                "var mg ms mom lr rho momentum epsilon grad indices",
+            ),
+            (
+                "ApplyAdadelta",
+                "var accum accum_update lr rho epsilon grad",
+            ),
+            (
+                "SparseApplyAdadelta",
+                "var accum accum_update lr rho epsilon grad indices",
+            ),
+        ] {
+            for resource in [false, true] {
+                let name = if resource {
+                    format!("Resource{op}")
+                } else {
+                    op.to_owned()
+                };
+                let (ins, attrs, outs) = signature(&name);
+                assert_eq!(ins.join(" "), inputs, "{name}");
+                assert_eq!(outs, usize::from(!resource), "{name}");
+                assert!(attrs.contains(&"use_locking".to_owned()), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn builders_check_every_slot_shape() {
+        let s = Scope::new();
+        let var = |n: usize| ops::variable(&s, Shape::known(&[n]), DType::F64).unwrap();
+        let (v, mg, ms, mom) = (var(2), var(2), var(2), var(3));
+        let x = ops::scalar(&s, 0.1f64).unwrap();
+        let g = ops::constant(&s, Tensor::vector(&[1.0f64, 2.0])).unwrap();
+        let mut i = CenteredRmsPropInputs {
+            var: &v,
+            mg: &mg,
+            ms: &ms,
+            mom: &mom,
+            lr: &x,
+            rho: &x,
+            momentum: &x,
+            epsilon: &x,
+            grad: &g,
+        };
+        let e = apply_centered_rms_prop(&s, &i, ApplyOptions::default()).unwrap_err();
+        assert!(e.message().contains("mom of 'ApplyCenteredRMSProp"), "{e}");
+        i.mom = &ms;
+        let out = apply_centered_rms_prop(&s, &i, ApplyOptions::default()).unwrap();
+        assert_eq!(out.shape(), Shape::known(&[2]));
+        let a = AdadeltaInputs {
+            var: &v,
+            accum: &mg,
+            accum_update: &ms,
+            lr: &x,
+            rho: &x,
+            epsilon: &x,
+            grad: &g,
+        };
+        let out = apply_adadelta(&s, &a, ApplyOptions::default()).unwrap();
+        assert_eq!(out.op().op_type(), "ApplyAdadelta");
+        assert!(out.data_type().is_ref);
+    }
+}

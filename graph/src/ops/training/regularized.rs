@@ -182,3 +182,114 @@ pub fn resource_apply_ftrl(s: &Scope, i: &FtrlInputs<'_>, opts: ApplyOptions) ->
         opts,
     )
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::ops;
+    use crate::{DType, OpRegistry, Shape, Tensor};
+
+    /// `op`'s input names, its attributes' names and its number of outputs.
+    pub(crate) fn signature(op: &str) -> (Vec<String>, Vec<String>, usize) {
+        let d = OpRegistry::global().lookup(op).unwrap();
+        (
+            d.inputs.iter().map(|a| a.name.clone()).collect(),
+            d.attrs.iter().map(|a| a.name.clone()).collect(),
+            d.outputs.len(),
+        )
+    }
+
+    #[test]
+    fn signatures_match_tensorflow() {
+        // TensorFlow 2.21's op registry
+        for (op, inputs) in [
+            ("ApplyProximalGradientDescent", "var alpha l1 l2 delta"),
+            (
+                "SparseApplyProximalGradientDescent",
+                "var alpha l1 l2 grad indices",
+            ),
+            ("ApplyProximalAdagrad", "var accum lr l1 l2 grad"),
+            (
+                "SparseApplyProximalAdagrad",
+                "var accum lr l1 l2 grad indices",
+            ),
+            ("ApplyFtrl", "var accum linear grad lr l1 l2 lr_power"),
+            (
+                "SparseApplyFtrl",
+                "var accum linear grad indices lr l1 l2 lr_power",
+            ),
+            (
+                "ApplyFtrlV2",
+                "var accum linear grad lr l1 l2 l2_shrinkage lr_power",
+            ),
+            (
+                "SparseApplyFtrlV2",
+                "var accum linear grad indices lr l1 l2 l2_shrinkage lr_power",
+            ),
+        ] {
+            for resource in [false, true] {
+                let name = if resource {
+                    format!("Resource{op}")
+                } else {
+                    op.to_owned()
+                };
+                let (ins, attrs, outs) = signature(&name);
+                assert_eq!(ins.join(" "), inputs, "{name}");
+                assert_eq!(outs, usize::from(!resource), "{name}");
+                assert!(attrs.contains(&"use_locking".to_owned()), "{name}");
+                assert_eq!(
+                    attrs.contains(&"multiply_linear_by_lr".to_owned()),
+                    op.contains("Ftrl"),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ftrl_builders_pick_the_form_and_check_shapes() {
+        let s = Scope::new();
+        let v = ops::variable(&s, Shape::known(&[3]), DType::F32).unwrap();
+        let a = ops::variable(&s, Shape::known(&[3]), DType::F32).unwrap();
+        let l = ops::variable(&s, Shape::known(&[3]), DType::F32).unwrap();
+        let x = ops::scalar(&s, 0.1f32).unwrap();
+        let g = ops::constant(&s, Tensor::vector(&[1.0f32, 2.0, 3.0])).unwrap();
+        let mut i = FtrlInputs {
+            var: &v,
+            accum: &a,
+            linear: &l,
+            grad: &g,
+            lr: &x,
+            l1: &x,
+            l2: &x,
+            l2_shrinkage: None,
+            lr_power: &x,
+        };
+        let opts = ApplyOptions {
+            multiply_linear_by_lr: true,
+            ..Default::default()
+        };
+        let out = apply_ftrl(&s, &i, opts).unwrap();
+        assert_eq!(out.op().op_type(), "ApplyFtrl");
+        assert_eq!(out.shape(), Shape::known(&[3]));
+        let def = s.graph_def();
+        let n = def.find(out.op().name()).unwrap();
+        assert!(n.get_attr::<bool>("multiply_linear_by_lr").unwrap());
+        i.l2_shrinkage = Some(&x);
+        assert_eq!(
+            apply_ftrl(&s, &i, opts).unwrap().op().op_type(),
+            "ApplyFtrlV2"
+        );
+        // a gradient of the wrong shape names the input and the node
+        let g2 = ops::constant(&s, Tensor::vector(&[1.0f32, 2.0])).unwrap();
+        i.grad = &g2;
+        let e = apply_ftrl(&s, &i, opts).unwrap_err();
+        assert!(e.message().contains("grad of 'ApplyFtrlV2"), "{e}");
+        // proximal descent: a non-scalar l1
+        let e = apply_proximal_gradient_descent(&s, &v, &x, &g, &x, &g, opts).unwrap_err();
+        assert!(e.message().contains("rank 0"), "{e}");
+        let h = ops::var_handle_op(&s, DType::F32, Shape::known(&[3])).unwrap();
+        let op = resource_apply_proximal_gradient_descent(&s, &h, &x, &x, &x, &g, opts).unwrap();
+        assert_eq!(op.num_outputs(), 0);
+    }
+}
