@@ -438,7 +438,7 @@ fn clipping_hand_computed_and_errors() {
     let e = train::global_norm(&s, &[]).unwrap_err();
     assert_eq!(e.code(), actorflow::Code::InvalidArgument);
     let i = ops::constant(&s, Tensor::vector(&[1i32])).unwrap();
-    assert!(train::global_norm(&s, &[i.clone()]).is_err());
+    assert!(train::global_norm(&s, std::slice::from_ref(&i)).is_err());
     let f = ops::constant(&s, Tensor::vector(&[1.0f32])).unwrap();
     let e = train::global_norm(&s, &[a, f]).unwrap_err();
     assert!(e.message().contains("one dtype"), "{e}");

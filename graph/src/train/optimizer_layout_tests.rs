@@ -64,11 +64,16 @@ fn filled(v: f32) -> Tensor {
     Tensor::new(&[2, 2], vec![v; 4]).unwrap()
 }
 
+/// Makes an optimizer.
+type Make = fn() -> Box<dyn Optimizer>;
+
+/// An optimizer's slots: (slot, variable name, starting value).
+type Slots = &'static [(&'static str, &'static str, f32)];
+
 #[test]
 fn later_optimizers_build_tensorflows_ops_and_slots() {
-    type Make = fn() -> Box<dyn Optimizer>;
-    // (make, scope, op family, slots as (slot, name, starting value))
-    let cases: [(Make, &str, &str, &[(&str, &str, f32)]); 7] = [
+    // (make, scope, op family, slots)
+    let cases: [(Make, &str, &str, Slots); 7] = [
         (
             || Box::new(FtrlOptimizer::new(0.1)),
             "Ftrl",
@@ -145,7 +150,7 @@ fn later_optimizers_build_tensorflows_ops_and_slots() {
                     if resource { "Resource" } else { "" },
                     if sparse { "Sparse" } else { "" }
                 );
-                assert_eq!(update_ops(&g, scope), [want.clone()], "{want}");
+                assert_eq!(update_ops(&g, scope), std::slice::from_ref(&want), "{want}");
                 let mut names: Vec<&str> = slots.iter().map(|(n, _, _)| *n).collect();
                 names.sort_unstable();
                 assert_eq!(opt.get_slot_names(), names, "{want}");
@@ -278,14 +283,14 @@ fn a_wrong_shaped_gradient_names_the_update() {
 fn clip_ops_and_schedules_build_tensorflows_names() {
     let s = Scope::new();
     let a = ops::constant(&s, Tensor::vector(&[3.0f32])).unwrap();
-    let (clipped, norm) = clip_by_global_norm(&s, &[a.clone()], 1.0).unwrap();
+    let (clipped, norm) = clip_by_global_norm(&s, std::slice::from_ref(&a), 1.0).unwrap();
     assert_eq!(norm.name(), "global_norm/global_norm:0");
     assert_eq!(
         clipped[0].name(),
         "clip_by_global_norm/clip_by_global_norm_0:0"
     );
     // a second call gets its own scopes
-    let (_, norm2) = clip_by_global_norm(&s, &[a.clone()], 1.0).unwrap();
+    let (_, norm2) = clip_by_global_norm(&s, std::slice::from_ref(&a), 1.0).unwrap();
     assert_eq!(norm2.name(), "global_norm_1/global_norm:0");
     let c = clip_by_norm(&s, &a, 1.0, None).unwrap();
     assert_eq!(c.name(), "clip_by_norm/clip_by_norm:0");
