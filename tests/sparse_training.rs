@@ -291,3 +291,61 @@ fn sparse_updates_equal_the_dense_path() {
         }
     }
 }
+
+#[test]
+fn clipping_sparse_gradients_by_their_global_norm() {
+    // The embedding's gradient stays rows; the global norm counts the rows'
+    // values (duplicates not summed, as TensorFlow's IndexedSlices) and the
+    // weights' gradient, and both come back scaled by clip_norm / norm.
+    let f: Value = serde_json::from_str(FIXTURES).unwrap();
+    let t = &f["training"];
+    let ids: Vec<i32> = floats(&t["ids"]).iter().map(|&v| v as i32).collect();
+    let m = model(
+        &floats(&t["emb"]),
+        &floats(&t["w"]),
+        &ids,
+        &floats(&t["y"]),
+        true,
+    );
+    let s = &m.scope;
+    let opt = GradientDescentOptimizer::new(0.1);
+    let gv = opt.compute_gradients(s, &m.loss, None).unwrap();
+    let (clipped, norm) = train::clip_gradients_by_global_norm(s, &gv, 0.01).unwrap();
+    let parts = |g: &Option<Gradient>| match g {
+        Some(Gradient::Sparse(g)) => (g.values.clone(), Some(g.indices.clone())),
+        Some(Gradient::Dense(g)) => (g.clone(), None),
+        None => panic!("every variable has a gradient"),
+    };
+    let mut fetches = vec![norm.name()];
+    for (before, after) in gv.iter().zip(&clipped) {
+        let ((v0, i0), (v1, i1)) = (parts(&before.grad), parts(&after.grad));
+        assert_eq!(i0.is_some(), i1.is_some(), "sparse stays sparse");
+        assert_eq!(i0.map(|i| i.name()), i1.map(|i| i.name()), "same indices");
+        fetches.push(v0.name());
+        fetches.push(v1.name());
+    }
+    let names: Vec<&str> = fetches.iter().map(String::as_str).collect();
+    let init = train::global_variables_initializer(s).unwrap();
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    sess.run(&[], &[], &[init.name()]).unwrap();
+    let out = sess.run(&[], &names, &[]).unwrap();
+    let grads: Vec<Vec<f64>> = out[1..].iter().map(|t| t.to_f64_vec().unwrap()).collect();
+    let want_norm = grads
+        .iter()
+        .step_by(2)
+        .flatten()
+        .map(|x| x * x)
+        .sum::<f64>()
+        .sqrt();
+    let got_norm = out[0].scalar_value::<f32>().unwrap() as f64;
+    assert!(
+        (got_norm - want_norm).abs() <= 1e-5 * want_norm,
+        "{got_norm} vs {want_norm}"
+    );
+    assert!(want_norm > 0.01, "the test clips");
+    for pair in grads.chunks(2) {
+        for (a, b) in pair[0].iter().zip(&pair[1]) {
+            assert!((a * 0.01 / want_norm - b).abs() <= 1e-6, "{a} -> {b}");
+        }
+    }
+}

@@ -7,6 +7,9 @@
 //!   `clip_norm * min(1 / global_norm, 1 / clip_norm)`; a NaN or infinite global
 //!   norm makes every output NaN (the scale gains `global_norm - global_norm`),
 //!   as TensorFlow's does, so a diverged step shows instead of being hidden.
+//! - [`clip_gradients_by_global_norm`] — the same over `compute_gradients`'s
+//!   pairs: a sparse gradient counts by its rows' values (as TensorFlow counts
+//!   `IndexedSlices`) and keeps its indices.
 //! - [`clip_by_norm`] — one tensor scaled so that its L2 norm over `axes`
 //!   (default: all) is at most `clip_norm`: `t * clip_norm / max(norm,
 //!   clip_norm)`, a zero tensor left alone.
@@ -17,8 +20,9 @@
 //! `clip_by_norm/clip_by_norm`).
 
 use crate::builder::{Output, Scope};
+use crate::gradients::{Gradient, IndexedSlices};
 use crate::ops;
-use crate::train::optimizer::Hyper;
+use crate::train::optimizer::{GradAndVar, Hyper};
 use crate::{Result, Status};
 
 /// The global norm of `t_list`: `sqrt(sum over t of sum(t²))`, built as
@@ -137,6 +141,54 @@ pub fn clip_by_global_norm_with(
         );
     }
     Ok(out)
+}
+
+/// [`clip_by_global_norm`] over gradients paired with their variables (what
+/// [`Optimizer::compute_gradients`](crate::train::Optimizer::compute_gradients)
+/// returns): the global norm counts each dense gradient and the rows of each
+/// sparse one (TensorFlow's `IndexedSlices` values, duplicates not summed);
+/// sparse gradients come back with their indices; pairs without a gradient
+/// stay without. Returns the clipped pairs and the global norm; no gradient at
+/// all is `InvalidArgument`.
+pub fn clip_gradients_by_global_norm(
+    s: &Scope,
+    grads_and_vars: &[GradAndVar],
+    clip_norm: impl Into<Hyper>,
+) -> Result<(Vec<GradAndVar>, Output)> {
+    let values: Vec<Output> = grads_and_vars
+        .iter()
+        .filter_map(|gv| match &gv.grad {
+            Some(Gradient::Dense(g)) => Some(g.clone()),
+            Some(Gradient::Sparse(g)) => Some(g.values.clone()),
+            None => None,
+        })
+        .collect();
+    let norm = global_norm(s, &values)?;
+    let mut clipped = clip_by_global_norm_with(s, &values, clip_norm.into(), &norm)?.into_iter();
+    let mut out = Vec::with_capacity(grads_and_vars.len());
+    for gv in grads_and_vars {
+        let grad = match &gv.grad {
+            None => None,
+            Some(g) => {
+                let c = clipped
+                    .next()
+                    .ok_or_else(|| Status::internal("one clipped tensor per gradient"))?;
+                Some(match g {
+                    Gradient::Dense(_) => Gradient::Dense(c),
+                    Gradient::Sparse(g) => Gradient::Sparse(IndexedSlices {
+                        values: c,
+                        indices: g.indices.clone(),
+                        dense_shape: g.dense_shape.clone(),
+                    }),
+                })
+            }
+        };
+        out.push(GradAndVar {
+            grad,
+            var: gv.var.clone(),
+        });
+    }
+    Ok((out, norm))
 }
 
 /// Clips `t` so that its L2 norm over `axes` (all axes when `None`) is at most

@@ -12,7 +12,8 @@
 //!   [`adadelta`], [`ftrl`], [`proximal`] — the optimizers, each building the
 //!   fused `Apply*`/`ResourceApply*` op of its family (and its `SparseApply*`
 //!   form for rows of a gradient).
-//! - [`clip_ops`] — `global_norm`, `clip_by_global_norm`, `clip_by_norm`.
+//! - [`clip_ops`] — `global_norm`, `clip_by_global_norm` (also over
+//!   gradient/variable pairs, sparse ones included), `clip_by_norm`.
 //! - [`learning_rate_decay`] — `exponential_decay`, `piecewise_constant`.
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
 //! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
@@ -73,7 +74,10 @@ mod tests;
 pub use adadelta::AdadeltaOptimizer;
 pub use adagrad::AdagradOptimizer;
 pub use adam::AdamOptimizer;
-pub use clip_ops::{clip_by_global_norm, clip_by_global_norm_with, clip_by_norm, global_norm};
+pub use clip_ops::{
+    clip_by_global_norm, clip_by_global_norm_with, clip_by_norm, clip_gradients_by_global_norm,
+    global_norm,
+};
 pub use device_setter::{
     replica_device_setter, round_robin_strategy, with_replica_device_setter, PsStrategy,
     ReplicaDeviceSetter, STANDARD_PS_OPS,

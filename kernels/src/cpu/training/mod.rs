@@ -30,6 +30,8 @@ pub mod sparse;
 pub mod update;
 
 #[cfg(test)]
+mod later_family_tests;
+#[cfg(test)]
 mod sparse_tests;
 #[cfg(test)]
 mod tests;
