@@ -318,3 +318,217 @@ fn updates_wait_for_every_gradient_that_reads_their_variable() {
         assert_eq!(v[1], Tensor::new::<f32>(&[1, 1], vec![0.5]).unwrap());
     }
 }
+
+// ---- clipping and learning-rate schedules against TensorFlow
+// (`kernels/tests/fixtures/gen_training.py`: "clip" and "schedules")
+
+const TF_TRAINING: &str = include_str!("../kernels/tests/fixtures/training.json");
+
+/// A fixture float: a number, or "nan", "inf", "-inf".
+fn tf_float(v: &Value) -> f64 {
+    match v.as_str() {
+        Some("nan") => f64::NAN,
+        Some("inf") => f64::INFINITY,
+        Some("-inf") => f64::NEG_INFINITY,
+        _ => v.as_f64().expect("a fixture float"),
+    }
+}
+
+fn tf_floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(tf_float)
+        .collect()
+}
+
+fn f32_tensor(shape: &Value, values: &Value) -> Tensor {
+    let dims: Vec<usize> = floats(shape).iter().map(|&d| d as usize).collect();
+    Tensor::new(&dims, tf_floats(values).iter().map(|&x| x as f32).collect()).unwrap()
+}
+
+/// Runs `fetches` of the graph in `s` once.
+fn run_once(s: &Scope, fetches: &[&Output]) -> Vec<Tensor> {
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    let names: Vec<String> = fetches.iter().map(|o| o.name()).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    sess.run(&[], &refs, &[]).unwrap()
+}
+
+/// Equal within float32 rounding, NaN matching NaN and infinities themselves.
+fn assert_tf_close(got: &Tensor, want: &[f64], what: &str) {
+    let got = got.to_f64_vec().unwrap();
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= 2e-6 * w.abs().max(1e-3)
+        };
+        assert!(ok, "{what}[{i}]: got {g}, TensorFlow {w}");
+    }
+}
+
+#[test]
+fn clip_by_global_norm_matches_tensorflow() {
+    let f: Value = serde_json::from_str(TF_TRAINING).unwrap();
+    for (k, case) in f["clip"]["global"].as_array().unwrap().iter().enumerate() {
+        let s = Scope::new();
+        let ts: Vec<Output> = case["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| ops::constant(&s, f32_tensor(&t["shape"], &t["values"])).unwrap())
+            .collect();
+        let clip = case["clip_norm"].as_f64().unwrap();
+        let (clipped, norm) = train::clip_by_global_norm(&s, &ts, clip).unwrap();
+        let plain = train::global_norm(&s, &ts).unwrap();
+        let mut fetches: Vec<&Output> = vec![&norm, &plain];
+        fetches.extend(clipped.iter());
+        let out = run_once(&s, &fetches);
+        let what = format!("case {k} clip_norm {clip}");
+        assert_tf_close(&out[0], &[tf_float(&case["global_norm"])], &what);
+        assert_tf_close(&out[1], &[tf_float(&case["plain_global_norm"])], &what);
+        for (i, want) in case["clipped"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                Some(out[2 + i].shape().clone()),
+                ts[i].shape().to_tensor_shape(),
+                "{what}"
+            );
+            assert_tf_close(&out[2 + i], &tf_floats(want), &format!("{what} tensor {i}"));
+        }
+    }
+}
+
+#[test]
+fn clip_by_norm_matches_tensorflow() {
+    let f: Value = serde_json::from_str(TF_TRAINING).unwrap();
+    for case in f["clip"]["norm"].as_array().unwrap() {
+        let s = Scope::new();
+        let t = ops::constant(&s, f32_tensor(&case["shape"], &case["values"])).unwrap();
+        let axes: Option<Vec<i64>> = case["axes"]
+            .as_array()
+            .map(|a| a.iter().map(|x| x.as_i64().unwrap()).collect());
+        let clip = case["clip_norm"].as_f64().unwrap();
+        let out = train::clip_by_norm(&s, &t, clip, axes.as_deref()).unwrap();
+        // the clip norm may also be a tensor (negative counts as zero)
+        let clip_t = ops::constant(&s, Tensor::scalar(clip as f32)).unwrap();
+        let out_t = train::clip_by_norm(&s, &t, &clip_t, axes.as_deref()).unwrap();
+        let got = run_once(&s, &[&out, &out_t]);
+        let what = format!("clip_norm {clip} axes {axes:?}");
+        assert_tf_close(&got[0], &tf_floats(&case["clipped"]), &what);
+        assert_tf_close(&got[1], &tf_floats(&case["clipped"]), &what);
+    }
+}
+
+#[test]
+fn clipping_hand_computed_and_errors() {
+    // [3, 4] and [12]: global norm 13; clipped to 6.5 every value halves
+    let s = Scope::new();
+    let a = ops::constant(&s, Tensor::vector(&[3.0f64, 4.0])).unwrap();
+    let b = ops::constant(&s, Tensor::vector(&[12.0f64])).unwrap();
+    let (c, norm) = train::clip_by_global_norm(&s, &[a.clone(), b.clone()], 6.5).unwrap();
+    let out = run_once(&s, &[&norm, &c[0], &c[1]]);
+    assert_eq!(out[0], Tensor::scalar(13.0f64));
+    assert_eq!(out[1], Tensor::vector(&[1.5f64, 2.0]));
+    assert_eq!(out[2], Tensor::vector(&[6.0f64]));
+    assert_eq!(norm.name(), "global_norm/global_norm:0");
+    let e = train::global_norm(&s, &[]).unwrap_err();
+    assert_eq!(e.code(), actorflow::Code::InvalidArgument);
+    let i = ops::constant(&s, Tensor::vector(&[1i32])).unwrap();
+    assert!(train::global_norm(&s, std::slice::from_ref(&i)).is_err());
+    let f = ops::constant(&s, Tensor::vector(&[1.0f32])).unwrap();
+    let e = train::global_norm(&s, &[a, f]).unwrap_err();
+    assert!(e.message().contains("one dtype"), "{e}");
+    assert!(train::clip_by_norm(&s, &i, 1.0, None).is_err());
+}
+
+#[test]
+fn learning_rate_schedules_match_tensorflow() {
+    let f: Value = serde_json::from_str(TF_TRAINING).unwrap();
+    for case in f["schedules"]["exponential"].as_array().unwrap() {
+        let staircase = case["staircase"].as_bool().unwrap();
+        let s = Scope::new();
+        let step = ops::placeholder(&s, actorflow::DType::I64, actorflow::Shape::scalar()).unwrap();
+        let lr = train::exponential_decay(
+            &s,
+            case["learning_rate"].as_f64().unwrap(),
+            &step,
+            case["decay_steps"].as_f64().unwrap(),
+            case["decay_rate"].as_f64().unwrap(),
+            staircase,
+        )
+        .unwrap();
+        assert_eq!(lr.dtype(), actorflow::DType::F32);
+        let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+        for (st, want) in floats(&case["steps"]).iter().zip(floats(&case["values"])) {
+            let got = sess
+                .run(
+                    &[(&step.name(), Tensor::scalar(*st as i64))],
+                    &[&lr.name()],
+                    &[],
+                )
+                .unwrap();
+            assert_tf_close(
+                &got[0],
+                &[want],
+                &format!("staircase={staircase} step {st}"),
+            );
+        }
+    }
+    let case = &f["schedules"]["piecewise"][0];
+    let s = Scope::new();
+    let step = ops::placeholder(&s, actorflow::DType::I64, actorflow::Shape::scalar()).unwrap();
+    let boundaries: Vec<i64> = floats(&case["boundaries"])
+        .iter()
+        .map(|&b| b as i64)
+        .collect();
+    let values: Vec<f32> = floats(&case["values"]).iter().map(|&v| v as f32).collect();
+    let lr = train::piecewise_constant(&s, &step, &boundaries, &values).unwrap();
+    let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+    for (st, want) in floats(&case["steps"]).iter().zip(floats(&case["out"])) {
+        let got = sess
+            .run(
+                &[(&step.name(), Tensor::scalar(*st as i64))],
+                &[&lr.name()],
+                &[],
+            )
+            .unwrap();
+        assert_tf_close(&got[0], &[want], &format!("piecewise step {st}"));
+    }
+    // TensorFlow's argument checks
+    assert!(train::piecewise_constant(&s, &step, &[1i64, 2], &[1.0f32]).is_err());
+    assert!(train::piecewise_constant(&s, &step, &[2i64, 1], &[1.0f32, 2.0, 3.0]).is_err());
+}
+
+#[test]
+fn a_schedule_drives_an_optimizer_through_the_global_step() {
+    // 0.05 at step 0, then 0: three runs move the variables by the first
+    // gradient-descent step only, and the global step counts all three.
+    let reference: Value = serde_json::from_str(REFERENCE).unwrap();
+    for resource in [false, true] {
+        let p = problem(&reference, resource, ["", ""]);
+        let s = &p.scope;
+        let step = train::get_or_create_global_step(s).unwrap();
+        let step_value = step.read(s).unwrap();
+        let lr = train::piecewise_constant(s, &step_value, &[0i64], &[0.05f64, 0.0]).unwrap();
+        let train_op = GradientDescentOptimizer::new(&lr)
+            .minimize(s, &p.loss, Some(&step), None)
+            .unwrap();
+        let init = train::global_variables_initializer(s).unwrap();
+        let sess = Session::new(&s.graph_def(), SessionOptions::default()).unwrap();
+        sess.run(&[], &[], &[init.name()]).unwrap();
+        for _ in 0..3 {
+            sess.run(&[], &[], &[train_op.name()]).unwrap();
+        }
+        let gd = &reference["optimizers"]["gd"]["trajectory"][0];
+        let w = sess.run(&[], &[&p.w_value.name()], &[]).unwrap();
+        assert_close(&w[0], &floats(&gd["w"]), "scheduled w");
+        assert_eq!(
+            sess.run(&[], &[&step_value.name()], &[]).unwrap()[0],
+            Tensor::scalar(3i64)
+        );
+    }
+}

@@ -12,6 +12,10 @@
 //! | `SparseApplyRMSProp` | `lr, rho, momentum, epsilon, grad, indices` |
 //! | `SparseApplyFtrl` | `grad, indices, lr, l1, l2, lr_power` |
 //! | `SparseApplyFtrlV2` | `grad, indices, lr, l1, l2, l2_shrinkage, lr_power` |
+//! | `SparseApplyCenteredRMSProp` | `lr, rho, momentum, epsilon, grad, indices` (variables `var, mg, ms, mom`) |
+//! | `SparseApplyAdadelta` | `lr, rho, epsilon, grad, indices` (variables `var, accum, accum_update`) |
+//! | `SparseApplyProximalGradientDescent` | `alpha, l1, l2, grad, indices` (variable `var` alone) |
+//! | `SparseApplyProximalAdagrad` | `lr, l1, l2, grad, indices` |
 //!
 //! Each has a `ResourceSparseApply*` form taking resource handles and
 //! outputting nothing. `grad` has shape `[N] + var.shape[1:]` and `indices`
@@ -97,6 +101,55 @@ const FAMILIES: &[Family] = &[
             ("lr_power", Scalar),
         ],
         flags: &["multiply_linear_by_lr: bool = false"],
+    },
+    Family {
+        name: "CenteredRMSProp",
+        vars: &["var", "mg", "ms", "mom"],
+        rest: &[
+            ("lr", Scalar),
+            ("rho", Scalar),
+            ("momentum", Scalar),
+            ("epsilon", Scalar),
+            ("grad", Grad),
+            ("indices", Indices),
+        ],
+        flags: &[],
+    },
+    Family {
+        name: "Adadelta",
+        vars: &["var", "accum", "accum_update"],
+        rest: &[
+            ("lr", Scalar),
+            ("rho", Scalar),
+            ("epsilon", Scalar),
+            ("grad", Grad),
+            ("indices", Indices),
+        ],
+        flags: &[],
+    },
+    Family {
+        name: "ProximalGradientDescent",
+        vars: &["var"],
+        rest: &[
+            ("alpha", Scalar),
+            ("l1", Scalar),
+            ("l2", Scalar),
+            ("grad", Grad),
+            ("indices", Indices),
+        ],
+        flags: &[],
+    },
+    Family {
+        name: "ProximalAdagrad",
+        vars: &["var", "accum"],
+        rest: &[
+            ("lr", Scalar),
+            ("l1", Scalar),
+            ("l2", Scalar),
+            ("grad", Grad),
+            ("indices", Indices),
+        ],
+        flags: &[],
     },
 ];
 

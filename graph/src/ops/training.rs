@@ -18,9 +18,26 @@
 //! | `ApplyAdagrad` | `lr, grad` | `accum += grad * grad` (unless `update_slots` is false); `var -= grad * lr * rsqrt(accum)` |
 //! | `ApplyAdam` | `beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad` | see [`apply_adam`] |
 //! | `ApplyRMSProp` | `lr, rho, momentum, epsilon, grad` | see [`apply_rms_prop`] |
+//! | `ApplyCenteredRMSProp` | `lr, rho, momentum, epsilon, grad` (variables `var, mg, ms, mom`) | see [`apply_centered_rms_prop`] |
+//! | `ApplyAdadelta` | `lr, rho, epsilon, grad` | see [`apply_adadelta`] |
+//! | `ApplyProximalGradientDescent` | `alpha, l1, l2, delta` | see [`apply_proximal_gradient_descent`] |
+//! | `ApplyProximalAdagrad` | `lr, l1, l2, grad` | see [`apply_proximal_adagrad`] |
+//! | `ApplyFtrl` | `grad, lr, l1, l2, lr_power` | see [`apply_ftrl`] |
+//! | `ApplyFtrlV2` | `grad, lr, l1, l2, l2_shrinkage, lr_power` | see [`apply_ftrl`] |
 //!
 //! Hyper-parameters are scalars of the variable's dtype; the gradient has the
 //! variable's shape.
+//!
+//! - [`adaptive`] — the builders of `ApplyCenteredRMSProp` and `ApplyAdadelta`.
+//! - [`regularized`] — the builders of the L1/L2-regularised families
+//!   (`ApplyProximalGradientDescent`, `ApplyProximalAdagrad`, `ApplyFtrl`,
+//!   `ApplyFtrlV2`).
+
+pub mod adaptive;
+pub mod regularized;
+
+pub use adaptive::*;
+pub use regularized::*;
 
 use crate::builder::{Operation, Output, Scope};
 use crate::op_def::{InferenceContext, OpDef};
@@ -36,6 +53,8 @@ struct Family {
     nesterov: bool,
     /// Has `update_slots` (`ApplyAdagrad`: false leaves the accumulator alone).
     update_slots: bool,
+    /// Has `multiply_linear_by_lr` (the FTRL ops).
+    linear_by_lr: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -45,6 +64,7 @@ const FAMILIES: &[Family] = &[
         rest: &[("lr", false), ("grad", true)],
         nesterov: false,
         update_slots: true,
+        linear_by_lr: false,
     },
     Family {
         name: "GradientDescent",
@@ -52,6 +72,7 @@ const FAMILIES: &[Family] = &[
         rest: &[("alpha", false), ("delta", true)],
         nesterov: false,
         update_slots: false,
+        linear_by_lr: false,
     },
     Family {
         name: "Momentum",
@@ -59,6 +80,7 @@ const FAMILIES: &[Family] = &[
         rest: &[("lr", false), ("grad", true), ("momentum", false)],
         nesterov: true,
         update_slots: false,
+        linear_by_lr: false,
     },
     Family {
         name: "Adam",
@@ -74,6 +96,7 @@ const FAMILIES: &[Family] = &[
         ],
         nesterov: true,
         update_slots: false,
+        linear_by_lr: false,
     },
     Family {
         name: "RMSProp",
@@ -87,6 +110,84 @@ const FAMILIES: &[Family] = &[
         ],
         nesterov: false,
         update_slots: false,
+        linear_by_lr: false,
+    },
+    Family {
+        name: "CenteredRMSProp",
+        vars: &["var", "mg", "ms", "mom"],
+        rest: &[
+            ("lr", false),
+            ("rho", false),
+            ("momentum", false),
+            ("epsilon", false),
+            ("grad", true),
+        ],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: false,
+    },
+    Family {
+        name: "Adadelta",
+        vars: &["var", "accum", "accum_update"],
+        rest: &[
+            ("lr", false),
+            ("rho", false),
+            ("epsilon", false),
+            ("grad", true),
+        ],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: false,
+    },
+    Family {
+        name: "ProximalGradientDescent",
+        vars: &["var"],
+        rest: &[
+            ("alpha", false),
+            ("l1", false),
+            ("l2", false),
+            ("delta", true),
+        ],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: false,
+    },
+    Family {
+        name: "ProximalAdagrad",
+        vars: &["var", "accum"],
+        rest: &[("lr", false), ("l1", false), ("l2", false), ("grad", true)],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: false,
+    },
+    Family {
+        name: "Ftrl",
+        vars: &["var", "accum", "linear"],
+        rest: &[
+            ("grad", true),
+            ("lr", false),
+            ("l1", false),
+            ("l2", false),
+            ("lr_power", false),
+        ],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: true,
+    },
+    Family {
+        name: "FtrlV2",
+        vars: &["var", "accum", "linear"],
+        rest: &[
+            ("grad", true),
+            ("lr", false),
+            ("l1", false),
+            ("l2", false),
+            ("l2_shrinkage", false),
+            ("lr_power", false),
+        ],
+        nesterov: false,
+        update_slots: false,
+        linear_by_lr: true,
     },
 ];
 
@@ -122,18 +223,13 @@ pub fn register_all_ops(r: &OpRegistry) {
             if f.update_slots {
                 b = b.attr("update_slots: bool = true");
             }
+            if f.linear_by_lr {
+                b = b.attr("multiply_linear_by_lr: bool = false");
+            }
             if resource {
                 b = b.stateful();
             }
-            let shape_fn: crate::op_def::ShapeFn = match (f.name, resource) {
-                ("GradientDescent", false) => |c| apply_shape(c, 1, false),
-                ("GradientDescent", true) => |c| apply_shape(c, 1, true),
-                ("Momentum" | "Adagrad", false) => |c| apply_shape(c, 2, false),
-                ("Momentum" | "Adagrad", true) => |c| apply_shape(c, 2, true),
-                (_, false) => |c| apply_shape(c, 3, false),
-                (_, true) => |c| apply_shape(c, 3, true),
-            };
-            r.register(b.shape_fn(shape_fn));
+            r.register(b.shape_fn(apply_shape));
         }
     }
 }
@@ -149,10 +245,12 @@ fn family_of(op: &str) -> Option<&'static Family> {
 /// TensorFlow's `Apply*ShapeFn`: the slot variables (ref forms) and the gradient
 /// merge with the variable's shape, every other input is a scalar; the ref forms
 /// output the variable's shape.
-fn apply_shape(c: &mut InferenceContext<'_>, num_vars: usize, resource: bool) -> Result<()> {
+fn apply_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let node = c.node().name.clone();
     let op = c.node().op.clone();
     let fam = family_of(&op).ok_or_else(|| Status::internal(format!("{op} is no optimizer op")))?;
+    let resource = op.starts_with("Resource");
+    let num_vars = fam.vars.len();
     let mut s = if resource {
         Shape::unknown()
     } else {
@@ -191,16 +289,23 @@ fn apply_shape(c: &mut InferenceContext<'_>, num_vars: usize, resource: bool) ->
     Ok(())
 }
 
-/// The attributes every optimizer op has (`use_nesterov` only where the op has it).
+/// The attributes every optimizer op has (`use_nesterov` and
+/// `multiply_linear_by_lr` only where the op has them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ApplyOptions {
     /// Hold every updated variable's lock for the whole update.
     pub use_locking: bool,
     /// Nesterov momentum (`ApplyMomentum`, `ApplyAdam`; ignored elsewhere).
     pub use_nesterov: bool,
+    /// Keep FTRL's linear term multiplied by the learning rate (`ApplyFtrl`,
+    /// `ApplyFtrlV2`; ignored elsewhere).
+    pub multiply_linear_by_lr: bool,
 }
 
-fn build_apply(
+/// Builds `op` (an `Apply*` or `ResourceApply*` of [`FAMILIES`]) from its
+/// variables and its other inputs in TensorFlow's order, with the attributes of
+/// `opts` the op has.
+pub(crate) fn build_apply(
     s: &Scope,
     op: &str,
     vars: &[&Output],
@@ -223,6 +328,9 @@ fn build_apply(
     b = b.attr("use_locking", opts.use_locking);
     if fam.nesterov {
         b = b.attr("use_nesterov", opts.use_nesterov);
+    }
+    if fam.linear_by_lr {
+        b = b.attr("multiply_linear_by_lr", opts.multiply_linear_by_lr);
     }
     b.build()
 }

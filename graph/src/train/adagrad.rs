@@ -96,6 +96,7 @@ impl Optimizer for AdagradOptimizer {
         let opts = ApplyOptions {
             use_locking: self.use_locking,
             use_nesterov: false,
+            ..Default::default()
         };
         let (v, a) = (var.handle(), accum.handle());
         match var.kind() {

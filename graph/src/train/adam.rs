@@ -152,6 +152,7 @@ impl Optimizer for AdamOptimizer {
         let opts = ApplyOptions {
             use_locking: self.use_locking,
             use_nesterov: self.use_nesterov,
+            ..Default::default()
         };
         match var.kind() {
             VarKind::Ref => Ok(ops::apply_adam(s, &inputs, opts)?.op().clone()),

@@ -67,6 +67,7 @@ impl Optimizer for GradientDescentOptimizer {
         let opts = ApplyOptions {
             use_locking: self.use_locking,
             use_nesterov: false,
+            ..Default::default()
         };
         match var.kind() {
             VarKind::Ref => Ok(

@@ -8,8 +8,13 @@
 //! - [`slots`] — optimizer slot variables, colocated with their variable.
 //! - [`optimizer`] — the [`Optimizer`] trait: `compute_gradients`,
 //!   `apply_gradients`, `minimize`.
-//! - [`gradient_descent`], [`momentum`], [`adagrad`], [`adam`], [`rms_prop`] — the optimizers,
-//!   each building the fused `Apply*`/`ResourceApply*` op of its family.
+//! - [`gradient_descent`], [`momentum`], [`adagrad`], [`adam`], [`rms_prop`],
+//!   [`adadelta`], [`ftrl`], [`proximal`] — the optimizers, each building the
+//!   fused `Apply*`/`ResourceApply*` op of its family (and its `SparseApply*`
+//!   form for rows of a gradient).
+//! - [`clip_ops`] — `global_norm`, `clip_by_global_norm` (also over
+//!   gradient/variable pairs, sparse ones included), `clip_by_norm`.
+//! - [`learning_rate_decay`] — `exponential_decay`, `piecewise_constant`.
 //! - [`replicas`] — data-parallel replicas, synchronous or asynchronous.
 //! - [`device_setter`] — `replica_device_setter`: variables on parameter-server
 //!   tasks, everything else on the worker.
@@ -42,13 +47,18 @@
 //! # let _ = (train_op, init);
 //! ```
 
+pub mod adadelta;
 pub mod adagrad;
 pub mod adam;
+pub mod clip_ops;
 pub mod device_setter;
+pub mod ftrl;
 pub mod global_step;
 pub mod gradient_descent;
+pub mod learning_rate_decay;
 pub mod momentum;
 pub mod optimizer;
+pub mod proximal;
 pub mod replicas;
 pub mod rms_prop;
 pub mod saver_graph;
@@ -57,18 +67,28 @@ pub mod sync_replicas;
 pub mod variables;
 
 #[cfg(test)]
+mod optimizer_layout_tests;
+#[cfg(test)]
 mod tests;
 
+pub use adadelta::AdadeltaOptimizer;
 pub use adagrad::AdagradOptimizer;
 pub use adam::AdamOptimizer;
+pub use clip_ops::{
+    clip_by_global_norm, clip_by_global_norm_with, clip_by_norm, clip_gradients_by_global_norm,
+    global_norm,
+};
 pub use device_setter::{
     replica_device_setter, round_robin_strategy, with_replica_device_setter, PsStrategy,
     ReplicaDeviceSetter, STANDARD_PS_OPS,
 };
+pub use ftrl::FtrlOptimizer;
 pub use global_step::{create_global_step, get_or_create_global_step, global_step, GLOBAL_STEP};
 pub use gradient_descent::GradientDescentOptimizer;
+pub use learning_rate_decay::{exponential_decay, piecewise_constant};
 pub use momentum::MomentumOptimizer;
 pub use optimizer::{deduplicate_indexed_slices, GradAndVar, Hyper, Optimizer};
+pub use proximal::{ProximalAdagradOptimizer, ProximalGradientDescentOptimizer};
 pub use replicas::{average_gradients, replicate_minimize, ReplicaMode, Replicated};
 pub use rms_prop::RMSPropOptimizer;
 pub use slots::SlotStore;

@@ -91,6 +91,7 @@ impl Optimizer for MomentumOptimizer {
         let opts = ApplyOptions {
             use_locking: self.use_locking,
             use_nesterov: self.use_nesterov,
+            ..Default::default()
         };
         match var.kind() {
             VarKind::Ref => Ok(ops::apply_momentum(s, &inputs, opts)?.op().clone()),

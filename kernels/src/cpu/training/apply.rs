@@ -8,11 +8,16 @@ use std::sync::Arc;
 use graph::{DType, ResourceHandle, Result, Status, Tensor};
 use smallvec::SmallVec;
 
-use crate::cpu::training::update::{Adagrad, Adam, GradientDescent, Momentum, RmsProp, Update};
+use crate::cpu::training::regularized::{Ftrl, ProximalAdagrad, ProximalGradientDescent};
+use crate::cpu::training::update::{
+    Adadelta, Adagrad, Adam, CenteredRmsProp, GradientDescent, Momentum, RmsProp, Update, Vals,
+    MAX_VARS,
+};
 use crate::cpu::types::FloatType;
 use crate::dispatch_float;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::resource::Var;
+use crate::KernelFactory;
 
 /// The optimizer families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,16 +32,31 @@ pub enum Family {
     Adam,
     /// `ApplyRMSProp`.
     RmsProp,
+    /// `ApplyCenteredRMSProp`.
+    CenteredRmsProp,
+    /// `ApplyAdadelta`.
+    Adadelta,
+    /// `ApplyProximalGradientDescent`.
+    ProximalGradientDescent,
+    /// `ApplyProximalAdagrad`.
+    ProximalAdagrad,
+    /// `ApplyFtrl`.
+    Ftrl,
+    /// `ApplyFtrlV2` (with `l2_shrinkage`).
+    FtrlV2,
 }
 
 impl Family {
     /// The variables the op updates, by input name.
     fn vars(self) -> &'static [&'static str] {
         match self {
-            Family::GradientDescent => &["var"],
-            Family::Momentum | Family::Adagrad => &["var", "accum"],
+            Family::GradientDescent | Family::ProximalGradientDescent => &["var"],
+            Family::Momentum | Family::Adagrad | Family::ProximalAdagrad => &["var", "accum"],
             Family::Adam => &["var", "m", "v"],
             Family::RmsProp => &["var", "ms", "mom"],
+            Family::CenteredRmsProp => &["var", "mg", "ms", "mom"],
+            Family::Adadelta => &["var", "accum", "accum_update"],
+            Family::Ftrl | Family::FtrlV2 => &["var", "accum", "linear"],
         }
     }
 
@@ -55,7 +75,23 @@ impl Family {
                 "epsilon",
                 "grad",
             ],
-            Family::RmsProp => &["lr", "rho", "momentum", "epsilon", "grad"],
+            Family::RmsProp | Family::CenteredRmsProp => {
+                &["lr", "rho", "momentum", "epsilon", "grad"]
+            }
+            Family::Adadelta => &["lr", "rho", "epsilon", "grad"],
+            Family::ProximalGradientDescent => &["alpha", "l1", "l2", "delta"],
+            Family::ProximalAdagrad => &["lr", "l1", "l2", "grad"],
+            Family::Ftrl => &["grad", "lr", "l1", "l2", "lr_power"],
+            Family::FtrlV2 => &["grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"],
+        }
+    }
+
+    /// What TensorFlow's kernel requires of the scalar `name`'s value.
+    fn rule(self, name: &str) -> ScalarRule {
+        match (self, name) {
+            (Family::ProximalAdagrad, "lr") => ScalarRule::Positive,
+            (Family::ProximalAdagrad, "l1" | "l2") => ScalarRule::NonNegative,
+            _ => ScalarRule::Any,
         }
     }
 
@@ -65,13 +101,56 @@ impl Family {
             Family::GradientDescent => 1,
             Family::Momentum | Family::Adagrad => 1,
             Family::Adam => 6,
-            Family::RmsProp => 4,
+            Family::RmsProp | Family::CenteredRmsProp => 4,
+            Family::Adadelta | Family::ProximalGradientDescent | Family::ProximalAdagrad => 3,
+            Family::Ftrl | Family::FtrlV2 => 0,
         }
     }
 }
 
+/// What an optimizer kernel requires of a scalar input's value (TensorFlow's
+/// checks: FTRL's and proximal Adagrad's learning rates and regularisation
+/// strengths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarRule {
+    /// Any value.
+    Any,
+    /// `> 0`.
+    Positive,
+    /// `>= 0`.
+    NonNegative,
+    /// `<= 0`.
+    NonPositive,
+}
+
+impl ScalarRule {
+    /// `InvalidArgument` in TensorFlow's words when `v`, the value of input
+    /// `name`, breaks the rule.
+    pub(crate) fn check<T: FloatType>(self, name: &str, v: T) -> Result<()> {
+        let (ok, what) = match self {
+            ScalarRule::Any => (true, ""),
+            ScalarRule::Positive => (v > T::zero(), "positive"),
+            ScalarRule::NonNegative => (v >= T::zero(), "non-negative"),
+            ScalarRule::NonPositive => (v <= T::zero(), "non-positive"),
+        };
+        if ok {
+            return Ok(());
+        }
+        let desc = match name {
+            "l1" => "l1 regularization strength",
+            "l2" => "l2 regularization strength",
+            "l2_shrinkage" => "l2 shrinkage regularization strength",
+            other => other,
+        };
+        Err(Status::invalid_argument(format!(
+            "{desc} is not a {what} scalar: {}",
+            v.to_f64()
+        )))
+    }
+}
+
 /// Builds the kernel of `family` for the node in `c` (its `T`, resource or ref
-/// form, `use_locking`, `use_nesterov`).
+/// form, `use_locking`, `use_nesterov`, `update_slots`, `multiply_linear_by_lr`).
 pub fn make(c: &OpKernelConstruction<'_>, family: Family) -> Result<Box<dyn OpKernel>> {
     let t: DType = c.attr("T")?;
     let use_locking: bool = c.attr("use_locking")?;
@@ -85,6 +164,11 @@ pub fn make(c: &OpKernelConstruction<'_>, family: Family) -> Result<Box<dyn OpKe
     } else {
         true
     };
+    let linear_by_lr = if c.node.attr.contains_key("multiply_linear_by_lr") {
+        c.attr::<bool>("multiply_linear_by_lr")?
+    } else {
+        false
+    };
     let resource = c.op_def.name.starts_with("Resource");
     dispatch_float!(t, T => {
         let update: Box<dyn Update<T>> = match family {
@@ -93,6 +177,12 @@ pub fn make(c: &OpKernelConstruction<'_>, family: Family) -> Result<Box<dyn OpKe
             Family::Adagrad => Box::new(Adagrad { update_slots }),
             Family::Adam => Box::new(Adam { nesterov }),
             Family::RmsProp => Box::new(RmsProp),
+            Family::CenteredRmsProp => Box::new(CenteredRmsProp),
+            Family::Adadelta => Box::new(Adadelta),
+            Family::ProximalGradientDescent => Box::new(ProximalGradientDescent),
+            Family::ProximalAdagrad => Box::new(ProximalAdagrad),
+            Family::Ftrl => Box::new(Ftrl { v2: false, linear_by_lr }),
+            Family::FtrlV2 => Box::new(Ftrl { v2: true, linear_by_lr }),
         };
         Ok(Box::new(ApplyKernel::<T> {
             family,
@@ -104,6 +194,23 @@ pub fn make(c: &OpKernelConstruction<'_>, family: Family) -> Result<Box<dyn OpKe
     })
 }
 
+/// The kernel factory of `family` (a plain function, as the registry keeps).
+pub fn factory(family: Family) -> KernelFactory {
+    match family {
+        Family::GradientDescent => |c| make(c, Family::GradientDescent),
+        Family::Adagrad => |c| make(c, Family::Adagrad),
+        Family::Momentum => |c| make(c, Family::Momentum),
+        Family::Adam => |c| make(c, Family::Adam),
+        Family::RmsProp => |c| make(c, Family::RmsProp),
+        Family::CenteredRmsProp => |c| make(c, Family::CenteredRmsProp),
+        Family::Adadelta => |c| make(c, Family::Adadelta),
+        Family::ProximalGradientDescent => |c| make(c, Family::ProximalGradientDescent),
+        Family::ProximalAdagrad => |c| make(c, Family::ProximalAdagrad),
+        Family::Ftrl => |c| make(c, Family::Ftrl),
+        Family::FtrlV2 => |c| make(c, Family::FtrlV2),
+    }
+}
+
 /// An optimizer update of dtype `T`; see the module docs.
 pub struct ApplyKernel<T: FloatType> {
     family: Family,
@@ -113,8 +220,9 @@ pub struct ApplyKernel<T: FloatType> {
     _t: PhantomData<fn(T)>,
 }
 
-/// The variables an update writes (at most three: the variable and two slots).
-pub(crate) type Vars = SmallVec<[Arc<Var>; 3]>;
+/// The variables an update writes (at most [`MAX_VARS`]: the variable and its
+/// slots).
+pub(crate) type Vars = SmallVec<[Arc<Var>; MAX_VARS]>;
 
 /// The variable behind the resource handle of input `i`.
 pub(crate) fn lookup_var(ctx: &OpKernelContext<'_>, i: usize, dtype: DType) -> Result<Arc<Var>> {
@@ -203,7 +311,9 @@ impl<T: FloatType> ApplyKernel<T> {
                     t.shape()
                 )));
             }
-            rest.push(t.scalar_value::<T>()?);
+            let v = t.scalar_value::<T>()?;
+            self.family.rule(name).check(name, v)?;
+            rest.push(v);
         }
         Ok((rest, ctx.input(base + gi)?.clone()))
     }
@@ -238,7 +348,7 @@ impl<T: FloatType> ApplyKernel<T> {
                 let Some((dst, after)) = after.split_first_mut() else {
                     return Err(Status::internal("stage of a missing variable"));
                 };
-                let mut vals: [&[T]; 3] = [&[], &[], &[]];
+                let mut vals: Vals<'_, T> = [&[]; MAX_VARS];
                 for (j, t) in before.iter().enumerate() {
                     vals[j] = t.as_slice::<T>()?;
                 }
@@ -273,11 +383,15 @@ impl<T: FloatType> ApplyKernel<T> {
             )));
         }
         let g = grad.as_slice::<T>()?;
-        let mut snapshots: [Option<Tensor>; 3] = [None, None, None];
+        let mut snapshots: [Option<Tensor>; MAX_VARS] = Default::default();
+        // The values stages read before their variable's own stage.
+        for &k in self.update.reads_old() {
+            snapshots[k] = Some(vars[k].read()?);
+        }
         for &k in self.update.order() {
             let mut written = None;
             {
-                let mut vals: [&[T]; 3] = [&[], &[], &[]];
+                let mut vals: Vals<'_, T> = [&[]; MAX_VARS];
                 for (j, s) in snapshots.iter().enumerate() {
                     if let Some(s) = s {
                         vals[j] = s.as_slice::<T>()?;
@@ -290,7 +404,8 @@ impl<T: FloatType> ApplyKernel<T> {
                     }
                     self.update.stage(k, t.as_mut_slice::<T>()?, &vals, rest, g);
                     // Later stages read this variable's new value (the variable
-                    // itself, stage 0, is read by none).
+                    // itself, stage 0, runs last wherever a later stage would read
+                    // it).
                     if k != 0 {
                         written = Some(t.clone());
                     }
@@ -320,39 +435,51 @@ impl<T: FloatType> OpKernel for ApplyKernel<T> {
 }
 
 /// Runs `f` on the values of `vars` (in their order) with all their locks held,
-/// taken in address order. Up to three variables; an uninitialised one is
+/// taken in address order. Up to [`MAX_VARS`] variables; an uninitialised one is
 /// `FailedPrecondition`.
 pub fn with_locked(
     vars: &[Arc<Var>],
     f: impl FnOnce(&mut [&mut Tensor]) -> Result<()>,
 ) -> Result<()> {
-    let mut order: SmallVec<[usize; 3]> = (0..vars.len()).collect();
+    let mut order: SmallVec<[usize; MAX_VARS]> = (0..vars.len()).collect();
     order.sort_by_key(|&i| Arc::as_ptr(&vars[i]) as usize);
+    // Puts the locked values back in `vars`' order and runs `f`.
+    fn in_order(
+        held: [Option<(usize, &mut Tensor)>; MAX_VARS],
+        f: impl FnOnce(&mut [&mut Tensor]) -> Result<()>,
+    ) -> Result<()> {
+        let mut slots: [Option<&mut Tensor>; MAX_VARS] = Default::default();
+        for (i, t) in held.into_iter().flatten() {
+            slots[i] = Some(t);
+        }
+        let mut ts: SmallVec<[&mut Tensor; MAX_VARS]> = slots.into_iter().flatten().collect();
+        f(&mut ts)
+    }
     match *order.as_slice() {
         [a] => vars[a].update(|ta| f(&mut [ta])),
         [a, b] => vars[a].update(|ta| {
-            vars[b].update(|tb| {
-                let mut slots: [Option<&mut Tensor>; 2] = [None, None];
-                slots[a] = Some(ta);
-                slots[b] = Some(tb);
-                let mut ts: SmallVec<[&mut Tensor; 3]> = slots.into_iter().flatten().collect();
-                f(&mut ts)
-            })
+            vars[b].update(|tb| in_order([Some((a, ta)), Some((b, tb)), None, None], f))
         }),
         [a, b, c] => vars[a].update(|ta| {
             vars[b].update(|tb| {
+                vars[c]
+                    .update(|tc| in_order([Some((a, ta)), Some((b, tb)), Some((c, tc)), None], f))
+            })
+        }),
+        [a, b, c, d] => vars[a].update(|ta| {
+            vars[b].update(|tb| {
                 vars[c].update(|tc| {
-                    let mut slots: [Option<&mut Tensor>; 3] = [None, None, None];
-                    slots[a] = Some(ta);
-                    slots[b] = Some(tb);
-                    slots[c] = Some(tc);
-                    let mut ts: SmallVec<[&mut Tensor; 3]> = slots.into_iter().flatten().collect();
-                    f(&mut ts)
+                    vars[d].update(|td| {
+                        in_order(
+                            [Some((a, ta)), Some((b, tb)), Some((c, tc)), Some((d, td))],
+                            f,
+                        )
+                    })
                 })
             })
         }),
         _ => Err(Status::internal(format!(
-            "with_locked takes 1 to 3 variables, got {}",
+            "with_locked takes 1 to {MAX_VARS} variables, got {}",
             vars.len()
         ))),
     }

@@ -13,10 +13,13 @@ use graph::{DType, Result, Status, Tensor};
 use smallvec::SmallVec;
 
 use crate::cpu::array::elems::{dispatch_index, IndexElem};
-use crate::cpu::training::apply::{distinct_variables, with_locked, Vars};
+use crate::cpu::training::apply::{distinct_variables, with_locked, ScalarRule, Vars};
+use crate::cpu::training::regularized::{proximal, FtrlParams};
+use crate::cpu::training::update::{adadelta_step, MAX_VARS};
 use crate::cpu::types::FloatType;
 use crate::dispatch_float;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
+use crate::KernelFactory;
 
 /// The sparse optimizer families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,14 +34,27 @@ pub enum SparseFamily {
     Ftrl,
     /// `SparseApplyFtrlV2` (with `l2_shrinkage`).
     FtrlV2,
+    /// `SparseApplyCenteredRMSProp`.
+    CenteredRmsProp,
+    /// `SparseApplyAdadelta`.
+    Adadelta,
+    /// `SparseApplyProximalGradientDescent`.
+    ProximalGradientDescent,
+    /// `SparseApplyProximalAdagrad`.
+    ProximalAdagrad,
 }
 
 impl SparseFamily {
     fn vars(self) -> &'static [&'static str] {
         match self {
-            SparseFamily::Adagrad | SparseFamily::Momentum => &["var", "accum"],
+            SparseFamily::Adagrad | SparseFamily::Momentum | SparseFamily::ProximalAdagrad => {
+                &["var", "accum"]
+            }
             SparseFamily::RmsProp => &["var", "ms", "mom"],
             SparseFamily::Ftrl | SparseFamily::FtrlV2 => &["var", "accum", "linear"],
+            SparseFamily::CenteredRmsProp => &["var", "mg", "ms", "mom"],
+            SparseFamily::Adadelta => &["var", "accum", "accum_update"],
+            SparseFamily::ProximalGradientDescent => &["var"],
         }
     }
 
@@ -58,6 +74,30 @@ impl SparseFamily {
                 "l2_shrinkage",
                 "lr_power",
             ],
+            SparseFamily::CenteredRmsProp => {
+                &["lr", "rho", "momentum", "epsilon", "grad", "indices"]
+            }
+            SparseFamily::Adadelta => &["lr", "rho", "epsilon", "grad", "indices"],
+            SparseFamily::ProximalGradientDescent => &["alpha", "l1", "l2", "grad", "indices"],
+            SparseFamily::ProximalAdagrad => &["lr", "l1", "l2", "grad", "indices"],
+        }
+    }
+
+    /// What TensorFlow's kernel requires of the scalar `name`'s value.
+    fn rule(self, name: &str, linear_by_lr: bool) -> ScalarRule {
+        match (self, name) {
+            (SparseFamily::Ftrl | SparseFamily::FtrlV2, "lr") if linear_by_lr => {
+                ScalarRule::NonNegative
+            }
+            (SparseFamily::Ftrl | SparseFamily::FtrlV2 | SparseFamily::ProximalAdagrad, "lr") => {
+                ScalarRule::Positive
+            }
+            (
+                SparseFamily::Ftrl | SparseFamily::FtrlV2 | SparseFamily::ProximalAdagrad,
+                "l1" | "l2" | "l2_shrinkage",
+            ) => ScalarRule::NonNegative,
+            (SparseFamily::Ftrl | SparseFamily::FtrlV2, "lr_power") => ScalarRule::NonPositive,
+            _ => ScalarRule::Any,
         }
     }
 
@@ -93,6 +133,21 @@ pub fn make(c: &OpKernelConstruction<'_>, family: SparseFamily) -> Result<Box<dy
     })
 }
 
+/// The kernel factory of `family` (a plain function, as the registry keeps).
+pub fn factory(family: SparseFamily) -> KernelFactory {
+    match family {
+        SparseFamily::Adagrad => |c| make(c, SparseFamily::Adagrad),
+        SparseFamily::Momentum => |c| make(c, SparseFamily::Momentum),
+        SparseFamily::RmsProp => |c| make(c, SparseFamily::RmsProp),
+        SparseFamily::CenteredRmsProp => |c| make(c, SparseFamily::CenteredRmsProp),
+        SparseFamily::Adadelta => |c| make(c, SparseFamily::Adadelta),
+        SparseFamily::ProximalGradientDescent => |c| make(c, SparseFamily::ProximalGradientDescent),
+        SparseFamily::ProximalAdagrad => |c| make(c, SparseFamily::ProximalAdagrad),
+        SparseFamily::Ftrl => |c| make(c, SparseFamily::Ftrl),
+        SparseFamily::FtrlV2 => |c| make(c, SparseFamily::FtrlV2),
+    }
+}
+
 /// A sparse optimizer update of dtype `T` with indices of type `I`.
 struct SparseApplyKernel<T, I> {
     family: SparseFamily,
@@ -125,7 +180,9 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
                     t.shape()
                 )));
             }
-            out.push(t.scalar_value::<T>()?);
+            let v = t.scalar_value::<T>()?;
+            self.family.rule(name, self.linear_by_lr).check(name, v)?;
+            out.push(v);
         }
         Ok(out)
     }
@@ -196,7 +253,6 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
     /// Updates one row (`s[k]`: variable `k`'s row) from its gradient row.
     fn row(&self, s: &mut [&mut [T]], g: &[T], rest: &[T]) {
         let one = T::one();
-        let two = one + one;
         match self.family {
             SparseFamily::Adagrad => {
                 let lr = rest[0];
@@ -235,31 +291,71 @@ impl<T: FloatType, I: IndexElem> SparseApplyKernel<T, I> {
             }
             SparseFamily::Ftrl | SparseFamily::FtrlV2 => {
                 let v2 = self.family == SparseFamily::FtrlV2;
-                let (lr, l1, l2) = (rest[2], rest[3], rest[4]);
-                let (shrinkage, lr_power) = if v2 {
+                let (l2_shrinkage, lr_power) = if v2 {
                     (rest[5], rest[6])
                 } else {
                     (T::zero(), rest[5])
                 };
+                let p = FtrlParams {
+                    lr: rest[2],
+                    l1: rest[3],
+                    l2: rest[4],
+                    l2_shrinkage,
+                    lr_power,
+                    v2,
+                    linear_by_lr: self.linear_by_lr,
+                };
                 let [x, a, lin] = s else { return };
                 for (((x, a), lin), &g) in x.iter_mut().zip(a.iter_mut()).zip(lin.iter_mut()).zip(g)
                 {
-                    let new_a = *a + g * g;
-                    let g_lin = if v2 { g + two * shrinkage * *x } else { g };
-                    let sigma = new_a.powf(-lr_power) - a.powf(-lr_power);
-                    let (l1_eff, quadratic) = if self.linear_by_lr {
-                        *lin = *lin + g_lin * lr - sigma * *x;
-                        (l1 * lr, new_a.powf(-lr_power) + two * l2 * lr)
-                    } else {
-                        *lin = *lin + g_lin - sigma / lr * *x;
-                        (l1, new_a.powf(-lr_power) / lr + two * l2)
-                    };
-                    *x = if lin.abs() > l1_eff {
-                        (lin.signum() * l1_eff - *lin) / quadratic
-                    } else {
-                        T::zero()
-                    };
-                    *a = new_a;
+                    *lin = p.linear(*lin, g, *x, *a);
+                    *a = *a + g * g;
+                    *x = p.var(*lin, *a);
+                }
+            }
+            SparseFamily::CenteredRmsProp => {
+                let [lr, rho, momentum, epsilon, ..] = *rest else {
+                    return;
+                };
+                let [x, mg, ms, mom] = s else { return };
+                let rows = x.iter_mut().zip(mg.iter_mut()).zip(ms.iter_mut());
+                for (((x, mg), ms), (mom, &g)) in rows.zip(mom.iter_mut().zip(g)) {
+                    *ms = *ms * rho + g * g * (one - rho);
+                    *mg = *mg * rho + g * (one - rho);
+                    let denom = *ms + epsilon - *mg * *mg;
+                    *mom = *mom * momentum + (one / denom.sqrt()) * lr * g;
+                    *x = *x - *mom;
+                }
+            }
+            SparseFamily::Adadelta => {
+                let [lr, rho, epsilon, ..] = *rest else {
+                    return;
+                };
+                let [x, a, u] = s else { return };
+                for (((x, a), u), &g) in x.iter_mut().zip(a.iter_mut()).zip(u.iter_mut()).zip(g) {
+                    *a = *a * rho + g * g * (one - rho);
+                    let step = adadelta_step(*u, *a, epsilon, g);
+                    *x = *x - step * lr;
+                    *u = *u * rho + step * step * (one - rho);
+                }
+            }
+            SparseFamily::ProximalGradientDescent => {
+                let [lr, l1, l2, ..] = *rest else {
+                    return;
+                };
+                let [x] = s else { return };
+                for (x, &g) in x.iter_mut().zip(g) {
+                    *x = proximal(*x, g, lr, l1, l2);
+                }
+            }
+            SparseFamily::ProximalAdagrad => {
+                let [lr, l1, l2, ..] = *rest else {
+                    return;
+                };
+                let [x, a] = s else { return };
+                for ((x, a), &g) in x.iter_mut().zip(a.iter_mut()).zip(g) {
+                    *a = *a + g * g;
+                    *x = proximal(*x, g, lr * (one / a.sqrt()), l1, l2);
                 }
             }
         }
@@ -279,12 +375,12 @@ impl<T: FloatType, I: IndexElem> OpKernel for SparseApplyKernel<T, I> {
                 return Ok(());
             }
             let g = grad.as_slice::<T>()?;
-            let mut slices: SmallVec<[&mut [T]; 3]> = SmallVec::new();
+            let mut slices: SmallVec<[&mut [T]; MAX_VARS]> = SmallVec::new();
             for t in ts.iter_mut() {
                 slices.push(t.as_mut_slice::<T>()?);
             }
             for (k, &start) in starts.iter().enumerate() {
-                let mut rows: SmallVec<[&mut [T]; 3]> = slices
+                let mut rows: SmallVec<[&mut [T]; MAX_VARS]> = slices
                     .iter_mut()
                     .map(|s| &mut s[start..start + inner])
                     .collect();

@@ -57,7 +57,13 @@ fn rest_names(op: &str) -> &'static [&'static str] {
             "epsilon",
             "grad",
         ],
-        _ => &["lr", "rho", "momentum", "epsilon", "grad"],
+        "RMSProp" | "CenteredRMSProp" => &["lr", "rho", "momentum", "epsilon", "grad"],
+        "Adadelta" => &["lr", "rho", "epsilon", "grad"],
+        "ProximalGradientDescent" => &["alpha", "l1", "l2", "delta"],
+        "ProximalAdagrad" => &["lr", "l1", "l2", "grad"],
+        "Ftrl" => &["grad", "lr", "l1", "l2", "lr_power"],
+        "FtrlV2" => &["grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"],
+        other => panic!("no fixture inputs for {other}"),
     }
 }
 
@@ -129,7 +135,13 @@ fn run_cases(resource: bool, use_locking: bool) {
         if op == "Momentum" || op == "Adam" {
             node = node.with_attr("use_nesterov", nesterov);
         }
-        let what = format!("{op_name} {dtype} nesterov={nesterov} locking={use_locking}");
+        for (k, v) in case["attrs"].as_object().into_iter().flatten() {
+            node = node.with_attr(k, v.as_bool().expect("fixture attrs are flags"));
+        }
+        let what = format!(
+            "{op_name} {dtype} nesterov={nesterov} {} locking={use_locking} {:?}",
+            case["attrs"], case["scalars"][0]
+        );
         for (t, expect) in case["expect"].as_array().unwrap().iter().enumerate() {
             let mut inputs = var_entries.clone();
             let grad = tensor(dtype, &shape, &floats(&case["grads"][t]));

@@ -2,21 +2,36 @@
 //! (`training_ops.cc`'s CPU functors), so that results match TensorFlow's to the
 //! last bit in f32 and f64.
 //!
-//! An optimizer updates its variables in stages, one variable per stage: first the
-//! slots, then the variable itself (index 0). A stage sees the values of the
-//! variables updated before it (`vals[j]`; empty for the others), the scalar
-//! inputs in the op's input order (`rest[j]`, the gradient's place holding zero)
-//! and the gradient.
+//! An optimizer updates its variables in stages, one variable per stage,
+//! usually the slots first and the variable itself (index 0) last. A stage sees
+//! the values of the variables updated before it and of those named by
+//! [`Update::reads_old`] (`vals[j]`, as they were before their own stage; empty
+//! for the others), the scalar inputs in the op's input order (`rest[j]`, the
+//! gradient's place holding zero) and the gradient.
 
 use crate::cpu::types::FloatType;
 
+/// The most variables one update writes (`ApplyCenteredRMSProp`: var, mg, ms,
+/// mom).
+pub const MAX_VARS: usize = 4;
+
+/// The values a stage reads, by variable index.
+pub type Vals<'a, T> = [&'a [T]; MAX_VARS];
+
 /// One optimizer's update; see the module docs.
 pub trait Update<T: FloatType>: Send + Sync + 'static {
-    /// The variables in the order their stages run (0, the variable, last).
+    /// The variables in the order their stages run.
     fn order(&self) -> &'static [usize];
 
+    /// The variables whose values from before the update a stage reads before
+    /// their own stage has run (FTRL's linear term reads the variable); an
+    /// unlocked update snapshots these first.
+    fn reads_old(&self) -> &'static [usize] {
+        &[]
+    }
+
     /// Writes variable `k` in place.
-    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]);
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]);
 }
 
 fn one<T: FloatType>() -> T {
@@ -31,7 +46,7 @@ impl<T: FloatType> Update<T> for GradientDescent {
         &[0]
     }
 
-    fn stage(&self, _k: usize, var: &mut [T], _vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+    fn stage(&self, _k: usize, var: &mut [T], _vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
         let alpha = rest[0];
         for (v, &g) in var.iter_mut().zip(grad) {
             *v = *v - g * alpha;
@@ -50,7 +65,7 @@ impl<T: FloatType> Update<T> for Adagrad {
         &[1, 0]
     }
 
-    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
         if k == 1 {
             // accum += grad * grad
             if self.update_slots {
@@ -79,7 +94,7 @@ impl<T: FloatType> Update<T> for Momentum {
         &[1, 0]
     }
 
-    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
         let (lr, momentum) = (rest[0], rest[2]);
         if k == 1 {
             // accum = accum * momentum + grad
@@ -112,7 +127,7 @@ impl<T: FloatType> Update<T> for Adam {
         &[1, 2, 0]
     }
 
-    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
         let [beta1_power, beta2_power, lr, beta1, beta2, epsilon, ..] = *rest else {
             return;
         };
@@ -160,7 +175,7 @@ impl<T: FloatType> Update<T> for RmsProp {
         &[1, 2, 0]
     }
 
-    fn stage(&self, k: usize, dst: &mut [T], vals: &[&[T]; 3], rest: &[T], grad: &[T]) {
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
         let [lr, rho, momentum, epsilon, ..] = *rest else {
             return;
         };
@@ -182,6 +197,101 @@ impl<T: FloatType> Update<T> for RmsProp {
                 // var -= mom
                 for (v, &mom) in dst.iter_mut().zip(vals[2]) {
                     *v = *v - mom;
+                }
+            }
+        }
+    }
+}
+
+/// `ApplyCenteredRMSProp` (`rest = [lr, rho, momentum, epsilon, grad]`,
+/// variables `[var, mg, ms, mom]`): RMSProp normalised by the estimated
+/// variance `ms - mg²` instead of the second moment.
+pub struct CenteredRmsProp;
+
+impl<T: FloatType> Update<T> for CenteredRmsProp {
+    fn order(&self) -> &'static [usize] {
+        &[2, 1, 3, 0]
+    }
+
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
+        let [lr, rho, momentum, epsilon, ..] = *rest else {
+            return;
+        };
+        let c = one::<T>() - rho;
+        match k {
+            2 => {
+                // ms += (grad² - ms) * (1 - rho)
+                for (ms, &g) in dst.iter_mut().zip(grad) {
+                    *ms = *ms + (g * g - *ms) * c;
+                }
+            }
+            1 => {
+                // mg += (grad - mg) * (1 - rho)
+                for (mg, &g) in dst.iter_mut().zip(grad) {
+                    *mg = *mg + (g - *mg) * c;
+                }
+            }
+            3 => {
+                // mom = mom * momentum + grad * lr / sqrt(ms - mg² + epsilon)
+                let (mg, ms) = (vals[1], vals[2]);
+                for (((mom, &g), &mg), &ms) in dst.iter_mut().zip(grad).zip(mg).zip(ms) {
+                    let denom = (ms - mg * mg) + epsilon;
+                    *mom = *mom * momentum + (g * lr) / denom.sqrt();
+                }
+            }
+            _ => {
+                // var -= mom
+                for (v, &mom) in dst.iter_mut().zip(vals[3]) {
+                    *v = *v - mom;
+                }
+            }
+        }
+    }
+}
+
+/// `ApplyAdadelta` (`rest = [lr, rho, epsilon, grad]`, variables
+/// `[var, accum, accum_update]`). The variable's step reads `accum_update` as it
+/// was before this update, so that stage runs before `accum_update`'s.
+pub struct Adadelta;
+
+/// Adadelta's step before the learning rate:
+/// `sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad`.
+pub(crate) fn adadelta_step<T: FloatType>(accum_update: T, accum: T, epsilon: T, g: T) -> T {
+    (accum_update + epsilon).sqrt() * (one::<T>() / (accum + epsilon).sqrt()) * g
+}
+
+impl<T: FloatType> Update<T> for Adadelta {
+    fn order(&self) -> &'static [usize] {
+        &[1, 0, 2]
+    }
+
+    fn reads_old(&self) -> &'static [usize] {
+        &[2]
+    }
+
+    fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]) {
+        let [lr, rho, epsilon, ..] = *rest else {
+            return;
+        };
+        let c = one::<T>() - rho;
+        match k {
+            1 => {
+                // accum = accum * rho + grad² * (1 - rho)
+                for (a, &g) in dst.iter_mut().zip(grad) {
+                    *a = *a * rho + g * g * c;
+                }
+            }
+            0 => {
+                // var -= step * lr, with the old accum_update
+                for (((v, &g), &a), &u) in dst.iter_mut().zip(grad).zip(vals[1]).zip(vals[2]) {
+                    *v = *v - adadelta_step(u, a, epsilon, g) * lr;
+                }
+            }
+            _ => {
+                // accum_update = accum_update * rho + step² * (1 - rho)
+                for ((u, &g), &a) in dst.iter_mut().zip(grad).zip(vals[1]) {
+                    let step = adadelta_step(*u, a, epsilon, g);
+                    *u = *u * rho + step * step * c;
                 }
             }
         }
