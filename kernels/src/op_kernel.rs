@@ -301,7 +301,12 @@ pub trait OpKernel: Send + Sync {
     /// Computes the outputs from the inputs.
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()>;
 
-    /// True when the kernel is costly enough to run off the executor's thread.
+    /// True when the kernel is costly enough to run off the executor's thread:
+    /// while other nodes are ready, the executor runs it on the device's pool
+    /// (see [`CpuThreads`]). Such a kernel may split its work over rayon, but must
+    /// not hold a lock that another kernel waits for across that work (the
+    /// waiting kernel may occupy the very pool threads the work needs), as
+    /// TensorFlow's kernels must not across their Eigen thread pool.
     fn is_expensive(&self) -> bool {
         false
     }
