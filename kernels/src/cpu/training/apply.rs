@@ -10,8 +10,8 @@ use smallvec::SmallVec;
 
 use crate::cpu::training::regularized::{Ftrl, ProximalAdagrad, ProximalGradientDescent};
 use crate::cpu::training::update::{
-    Adadelta, Adagrad, Adam, CenteredRmsProp, GradientDescent, Momentum, RmsProp, Update, Vals,
-    MAX_VARS,
+    run_stage, Adadelta, Adagrad, Adam, CenteredRmsProp, GradientDescent, Momentum, RmsProp,
+    Update, Vals, MAX_VARS,
 };
 use crate::cpu::types::FloatType;
 use crate::dispatch_float;
@@ -356,7 +356,7 @@ impl<T: FloatType> ApplyKernel<T> {
                     vals[k + 1 + j] = t.as_slice::<T>()?;
                 }
                 let d = dst.as_mut_slice::<T>()?;
-                self.update.stage(k, d, &vals, rest, g);
+                run_stage(&*self.update, k, d, &vals, rest, g);
             }
             Ok(())
         })
@@ -402,7 +402,7 @@ impl<T: FloatType> ApplyKernel<T> {
                     if t.shape() != grad.shape() {
                         return Err(self.shape_error(usize::MAX, t, grad));
                     }
-                    self.update.stage(k, t.as_mut_slice::<T>()?, &vals, rest, g);
+                    run_stage(&*self.update, k, t.as_mut_slice::<T>()?, &vals, rest, g);
                     // Later stages read this variable's new value (the variable
                     // itself, stage 0, runs last wherever a later stage would read
                     // it).

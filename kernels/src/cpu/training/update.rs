@@ -34,6 +34,39 @@ pub trait Update<T: FloatType>: Send + Sync + 'static {
     fn stage(&self, k: usize, dst: &mut [T], vals: &Vals<'_, T>, rest: &[T], grad: &[T]);
 }
 
+/// Variables of at least this many elements are updated on rayon's threads.
+pub const PAR_MIN_ELEMS: usize = 1 << 15;
+
+/// Runs `u`'s stage `k` over `dst`, split into element ranges on rayon's
+/// threads when it is large: every stage is element-wise (element `i` reads only
+/// element `i` of the values and the gradient), so the split changes no bit.
+pub fn run_stage<T: FloatType, U: Update<T> + ?Sized>(
+    u: &U,
+    k: usize,
+    dst: &mut [T],
+    vals: &Vals<'_, T>,
+    rest: &[T],
+    grad: &[T],
+) {
+    use rayon::prelude::*;
+    let n = dst.len();
+    let whole = |v: &[T]| v.len() == n;
+    if n < PAR_MIN_ELEMS || grad.len() != n || !vals.iter().all(|v| v.is_empty() || whole(v)) {
+        return u.stage(k, dst, vals, rest, grad);
+    }
+    let chunk = (n / (4 * rayon::current_num_threads())).max(PAR_MIN_ELEMS / 4);
+    dst.par_chunks_mut(chunk).enumerate().for_each(|(c, d)| {
+        let r = c * chunk..c * chunk + d.len();
+        let mut part: Vals<'_, T> = [&[]; MAX_VARS];
+        for (p, v) in part.iter_mut().zip(vals) {
+            if !v.is_empty() {
+                *p = &v[r.clone()];
+            }
+        }
+        u.stage(k, d, &part, rest, &grad[r]);
+    });
+}
+
 fn one<T: FloatType>() -> T {
     T::one()
 }
@@ -294,6 +327,69 @@ impl<T: FloatType> Update<T> for Adadelta {
                     *u = *u * rho + step * step * c;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+    use crate::cpu::training::regularized::{Ftrl, ProximalAdagrad, ProximalGradientDescent};
+
+    /// Every update, run by [`run_stage`] over ranges on rayon's threads, writes
+    /// exactly the bits one sequential stage writes.
+    #[test]
+    fn split_stages_write_the_bits_of_one_stage() {
+        let updates: Vec<Box<dyn Update<f32>>> = vec![
+            Box::new(GradientDescent),
+            Box::new(Adagrad { update_slots: true }),
+            Box::new(Momentum { nesterov: true }),
+            Box::new(Adam { nesterov: false }),
+            Box::new(RmsProp),
+            Box::new(CenteredRmsProp),
+            Box::new(Adadelta),
+            Box::new(ProximalGradientDescent),
+            Box::new(ProximalAdagrad),
+            Box::new(Ftrl {
+                v2: true,
+                linear_by_lr: false,
+            }),
+        ];
+        let n = 3 * PAR_MIN_ELEMS + 17;
+        let ramp = |seed: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 7919 + seed * 104_729) % 1000) as f32 / 997.0 + 0.05)
+                .collect()
+        };
+        let grad: Vec<f32> = ramp(9).iter().map(|g| g - 0.5).collect();
+        let rest = [0.9f32, 0.05, 0.01, 0.02, 0.5, 1e-3, 0.9, 1e-7];
+        for u in &updates {
+            let mut seq: Vec<Vec<f32>> = (0..MAX_VARS).map(ramp).collect();
+            let mut par = seq.clone();
+            for &k in u.order() {
+                for (vars, split) in [(&mut seq, false), (&mut par, true)] {
+                    let mut dst = std::mem::take(&mut vars[k]);
+                    let mut vals: Vals<'_, f32> = [&[]; MAX_VARS];
+                    for (j, v) in vars.iter().enumerate() {
+                        if j != k {
+                            vals[j] = v;
+                        }
+                    }
+                    if split {
+                        run_stage(&**u, k, &mut dst, &vals, &rest, &grad);
+                    } else {
+                        u.stage(k, &mut dst, &vals, &rest, &grad);
+                    }
+                    vars[k] = dst;
+                }
+            }
+            for (a, b) in seq.iter().zip(&par) {
+                assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
+            assert!(
+                seq[0].iter().zip(ramp(0)).any(|(x, y)| *x != y),
+                "no update"
+            );
         }
     }
 }
