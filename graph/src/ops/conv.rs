@@ -1,5 +1,6 @@
 //! Convolution ops (TensorFlow's `nn_ops.cc`): `Conv2D`, its two gradients
-//! `Conv2DBackpropInput` and `Conv2DBackpropFilter`, and the depthwise family
+//! `Conv2DBackpropInput` and `Conv2DBackpropFilter`, `_FusedConv2D` (written by
+//! the remapper pass, never by a builder), and the depthwise family
 //! `DepthwiseConv2dNative{,BackpropInput,BackpropFilter}`, with TensorFlow's
 //! attributes, type sets and shape functions (`common_shape_fns.cc`'s
 //! `Conv2DShapeWithExplicitPadding`, `DepthwiseConv2DNativeShapeWithExplicitPadding`
@@ -63,6 +64,33 @@ pub fn register_all_ops(r: &OpRegistry) {
         CONV_FLOAT_TYPES,
         true,
     ));
+    // Grappler's remapper writes Conv2D + BiasAdd/FusedBatchNorm (+ activation)
+    // as one node (see `passes::remapper`); TensorFlow registers no gradient for
+    // it. `args` are the bias, or the batch norm's scale, offset, mean and
+    // variance; `host_args` are GPU side inputs, not used on the CPU.
+    r.register(
+        OpDef::build("_FusedConv2D")
+            .input("input: T")
+            .input("filter: T")
+            .input("args: TArgs")
+            .input("host_args: num_host_args * float")
+            .output("output: T")
+            .attr("T: {half, float, double}")
+            .attr("TArgs: list(type) >= 1")
+            .attr("num_args: int >= 0")
+            .attr("num_host_args: int >= 0 = 0")
+            .attr("strides: list(int)")
+            .attr("padding: {'SAME', 'VALID', 'EXPLICIT'}")
+            .attr("explicit_paddings: list(int) = []")
+            .attr("data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'")
+            .attr("filter_format: {'HWIO', 'OIHW', 'OIHW_VECT_I'} = 'HWIO'")
+            .attr("dilations: list(int) = [1, 1, 1, 1]")
+            .attr("use_cudnn_on_gpu: bool = true")
+            .attr("fused_ops: list(string) = []")
+            .attr("epsilon: float = 0.0001")
+            .attr("leakyrelu_alpha: float = 0.2")
+            .shape_fn(conv2d_shape),
+    );
     r.register(with_window_attrs(
         OpDef::build("DepthwiseConv2dNative")
             .input("input: T")

@@ -38,36 +38,15 @@
 use std::marker::PhantomData;
 
 use graph::{bf16, f16, DType, Result, Status, TensorShape};
-use rayon::prelude::*;
 
 use super::gemm::{gemm_into, GemmScalar, PAR_FLOPS};
 use super::naive;
 use super::plan::{Flavor, Plan};
 use crate::cpu::math::elem::FloatOps;
-use crate::cpu::math::unary::UnaryFn;
-use crate::cpu::math::unary_ops::{SigmoidFn, TanhFn};
+use crate::cpu::nn::epilogue::{Channels, Epilogue, FusedActivation};
 use crate::cpu::nn::NnFloat;
 use crate::op_kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use crate::registry::{KernelDef, KernelRegistry};
-
-/// The activation applied after the bias.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum FusedActivation {
-    /// None: `["BiasAdd"]`.
-    Identity,
-    /// `max(x, 0)`.
-    Relu,
-    /// `min(max(x, 0), 6)`.
-    Relu6,
-    /// `exp(x) - 1` below 0.
-    Elu,
-    /// `alpha * x` below 0 (`leakyrelu_alpha`).
-    LeakyRelu(f32),
-    /// `tanh(x)`.
-    Tanh,
-    /// `1 / (1 + exp(-x))`.
-    Sigmoid,
-}
 
 /// A node's fused computation: `BiasAdd`, then [`FusedActivation`] (TensorFlow's
 /// `FusedComputationType`, bias-add family: the only one its MatMul kernel runs).
@@ -99,12 +78,7 @@ impl FusedComputation {
         let ops: Vec<&str> = fused_ops.iter().map(String::as_str).collect();
         let activation = match ops.as_slice() {
             ["BiasAdd"] => Some(FusedActivation::Identity),
-            ["BiasAdd", "Relu"] => Some(FusedActivation::Relu),
-            ["BiasAdd", "Relu6"] => Some(FusedActivation::Relu6),
-            ["BiasAdd", "Elu"] => Some(FusedActivation::Elu),
-            ["BiasAdd", "LeakyRelu"] => Some(FusedActivation::LeakyRelu(leakyrelu_alpha)),
-            ["BiasAdd", "Tanh"] => Some(FusedActivation::Tanh),
-            ["BiasAdd", "Sigmoid"] => Some(FusedActivation::Sigmoid),
+            ["BiasAdd", act] => FusedActivation::named(act, CPU_ACTIVATIONS, leakyrelu_alpha),
             _ => None,
         };
         let Some(activation) = activation else {
@@ -172,11 +146,11 @@ pub struct Operands<'a, T> {
 pub trait FusedElem: NnFloat + FloatOps {
     /// `out = act(a · b + bias)` (`k > 0`, `out` non-empty, every row
     /// `bias.len()` long).
-    fn product(p: Operands<'_, Self>, out: &mut [Self], e: Epilogue<'_, Self>) -> Result<()>;
+    fn product(p: Operands<'_, Self>, out: &mut [Self], e: &Epilogue<'_, Self>) -> Result<()>;
 }
 
 impl FusedElem for f32 {
-    fn product(p: Operands<'_, f32>, out: &mut [f32], e: Epilogue<'_, f32>) -> Result<()> {
+    fn product(p: Operands<'_, f32>, out: &mut [f32], e: &Epilogue<'_, f32>) -> Result<()> {
         gemm_bias_activation(p, out, e)
     }
 }
@@ -184,7 +158,7 @@ impl FusedElem for f32 {
 macro_rules! loop_product {
     ($($t:ty),*) => {$(
         impl FusedElem for $t {
-            fn product(p: Operands<'_, $t>, out: &mut [$t], e: Epilogue<'_, $t>) -> Result<()> {
+            fn product(p: Operands<'_, $t>, out: &mut [$t], e: &Epilogue<'_, $t>) -> Result<()> {
                 naive::batched_loop::<$t, $t, f32, $t>(p.plan, p.a, p.b, out)?;
                 let threads = if p.plan.flops_per_product() >= PAR_FLOPS / 8 {
                     rayon::current_num_threads()
@@ -198,97 +172,6 @@ macro_rules! loop_product {
     )*};
 }
 loop_product!(f16, bf16);
-
-/// The bias and activation applied to finished output rows.
-#[derive(Clone, Copy)]
-pub struct Epilogue<'a, T> {
-    bias: &'a [T],
-    activation: FusedActivation,
-}
-
-/// `f(row[j] + bias[j])` over every row of `rows` (rows of `bias.len() > 0`
-/// elements).
-#[inline(always)]
-fn bias_map<T: FusedElem>(rows: &mut [T], bias: &[T], f: impl Fn(T) -> T) {
-    for row in rows.chunks_exact_mut(bias.len()) {
-        for (o, &b) in row.iter_mut().zip(bias) {
-            *o = f(*o + b);
-        }
-    }
-}
-
-/// `max(x, 0)` as Eigen's `cwiseMax(0)`: NaN stays NaN.
-#[inline(always)]
-fn relu<T: FusedElem>(x: T) -> T {
-    if x < T::zero() {
-        T::zero()
-    } else {
-        x
-    }
-}
-
-/// `min(max(x, 0), 6)` as Eigen's `cwiseMax(0).cwiseMin(6)`.
-#[inline(always)]
-fn relu6<T: FusedElem>(x: T) -> T {
-    let (y, six) = (relu(x), T::constant(6.0));
-    if six < y {
-        six
-    } else {
-        y
-    }
-}
-
-/// `x < 0 ? exp(x) - 1 : x`.
-#[inline(always)]
-fn elu<T: FusedElem>(x: T) -> T {
-    if x < T::zero() {
-        x.exp() - T::one()
-    } else {
-        x
-    }
-}
-
-impl<T: FusedElem> Epilogue<'_, T> {
-    /// Applies the bias and the activation to whole rows, one activation `match`
-    /// per call.
-    pub fn apply(&self, rows: &mut [T]) {
-        let bias = self.bias;
-        if bias.is_empty() {
-            return;
-        }
-        match self.activation {
-            FusedActivation::Identity => bias_map(rows, bias, |x| x),
-            FusedActivation::Relu => bias_map(rows, bias, relu),
-            FusedActivation::Relu6 => bias_map(rows, bias, relu6),
-            FusedActivation::Elu => bias_map(rows, bias, elu),
-            FusedActivation::LeakyRelu(alpha) => {
-                // `x < 0 ? x * alpha : x` (TensorFlow's output kernel; its
-                // standalone LeakyRelu tests `x > 0` instead).
-                let (alpha, zero) = (T::from_attr_f32(alpha), T::zero());
-                bias_map(rows, bias, |x| if x < zero { x * alpha } else { x })
-            }
-            FusedActivation::Tanh => bias_map(rows, bias, <TanhFn as UnaryFn<T, T>>::apply),
-            FusedActivation::Sigmoid => bias_map(rows, bias, <SigmoidFn as UnaryFn<T, T>>::apply),
-        }
-    }
-
-    /// [`apply`](Self::apply) over `out`, on rayon's threads when the product
-    /// ran on several (`threads > 1`) and `out` has at least [`PAR_FINISH_ELEMS`]
-    /// elements.
-    fn finish(&self, out: &mut [T], threads: usize) {
-        let n = self.bias.len();
-        if threads < 2 || out.len() < PAR_FINISH_ELEMS || n == 0 {
-            self.apply(out);
-            return;
-        }
-        let rows = (out.len() / n).div_ceil(threads).max(1);
-        out.par_chunks_mut(rows * n).for_each(|c| self.apply(c));
-    }
-}
-
-/// Outputs with at least this many elements are finished on every rayon thread
-/// (below it, waking the threads costs more than the pass).
-pub const PAR_FINISH_ELEMS: usize = 1 << 16;
 
 /// `out = act(a · b + bias)`: one `gemm` call, exactly `MatMul`'s (all of rayon's
 /// threads from [`PAR_FLOPS`] flops on, else one), then one pass over the output
@@ -305,7 +188,7 @@ pub const PAR_FINISH_ELEMS: usize = 1 << 16;
 fn gemm_bias_activation<T: GemmScalar + FusedElem>(
     p: Operands<'_, T>,
     out: &mut [T],
-    e: Epilogue<'_, T>,
+    e: &Epilogue<'_, T>,
 ) -> Result<()> {
     let (a, b) = p.plan.operands(0, p.a, p.b)?;
     let threads = if p.plan.flops_per_product() >= PAR_FLOPS {
@@ -336,10 +219,8 @@ impl<T: FusedElem> OpKernel for FusedMatMulKernel<T> {
         if plan.out_shape().num_elements() > 0 {
             let bias = ctx.input(2)?;
             check_bias(bias.shape(), plan.n())?;
-            let e = Epilogue {
-                bias: bias.as_slice::<T>()?,
-                activation: self.fused.activation,
-            };
+            let bias = Channels::Bias(bias.as_slice::<T>()?.into());
+            let e = Epilogue::new(bias, self.fused.activation);
             let dst = out.as_mut_slice::<T>()?;
             if plan.k() == 0 {
                 dst.fill(T::zero());
@@ -350,7 +231,7 @@ impl<T: FusedElem> OpKernel for FusedMatMulKernel<T> {
                     a: a.as_slice::<T>()?,
                     b: b.as_slice::<T>()?,
                 };
-                T::product(p, dst, e)?;
+                T::product(p, dst, &e)?;
             }
         }
         ctx.set_output(0, out)

@@ -9,7 +9,8 @@
 //! - [`pooling`]: `MaxPool`/`AvgPool` and their gradients (`maxpooling_op`, `avgpooling_op`).
 //! - [`batch_norm`]: `FusedBatchNorm{,V2,V3}` and their gradients.
 //! - [`lrn`]: `LRN` and `LRNGrad`.
-//! - [`conv`]: `Conv2D`, `DepthwiseConv2dNative` and their gradients.
+//! - [`conv`]: `Conv2D`, `_FusedConv2D`, `DepthwiseConv2dNative` and their gradients.
+//! - [`epilogue`]: the bias or batch norm and activation fused contractions apply.
 //! - [`top_k`]: `TopKV2`, `InTopKV2`.
 //!
 //! Element-wise arithmetic follows TensorFlow's Eigen expressions operation by
@@ -20,6 +21,7 @@ pub mod activations;
 pub mod batch_norm;
 pub mod bias;
 pub mod conv;
+pub mod epilogue;
 pub mod lrn;
 pub mod pooling;
 pub mod softmax;

@@ -36,7 +36,7 @@ pub struct Conv2DBackpropFilterKernel<E> {
 }
 
 /// TensorFlow's `ComputeConv2DDimension` for `NHWC`.
-fn forward_geometry(a: &ConvAttrs, input: &TensorShape, filter: &TensorShape) -> Result<Geometry> {
+pub(super) fn forward_geometry(a: &ConvAttrs, input: &TensorShape, filter: &TensorShape) -> Result<Geometry> {
     if input.rank() != 4 {
         return Err(Status::invalid_argument(format!(
             "convolution input must be 4-dimensional: {input}"
@@ -191,7 +191,7 @@ impl<E: ConvElem> OpKernel for Conv2DKernel<E> {
         let x = E::widen(input.as_slice::<E>()?);
         let w = E::widen(filter.as_slice::<E>()?);
         E::compute_into(out.as_mut_slice::<E>()?, |dst| {
-            gemm_conv::forward(&g, &x, &w, dst)
+            gemm_conv::forward(&g, &x, &w, dst, &|_| {})
         })?;
         ctx.set_output(0, out)
     }

@@ -17,6 +17,7 @@ use graph::Result;
 use super::im2col::{col2im, im2col, ConvScalar};
 use super::params::Geometry;
 use crate::cpu::linalg::gemm::{MatRef, PAR_FLOPS};
+use crate::cpu::nn::epilogue::PAR_FINISH_ELEMS;
 
 /// The most elements a patch-matrix block holds (at least one row).
 pub const BLOCK_ELEMS: usize = 1 << 20;
@@ -60,12 +61,20 @@ fn is_pointwise(g: &Geometry) -> bool {
         && g.out_pixels() == g.rows.input * g.cols.input
 }
 
-/// `Conv2D`: `out` (`g.output_shape()`) from `input` and the `HWIO` `filter`.
+/// Work done on whole rows of finished output (`out_depth` elements each) while
+/// they are still in cache: nothing for `Conv2D`, a bias or batch norm and an
+/// activation for `_FusedConv2D`.
+pub type Finish<'a, T> = &'a (dyn Fn(&mut [T]) + Sync);
+
+/// `Conv2D`: `out` (`g.output_shape()`) from `input` and the `HWIO` `filter`,
+/// with `finish` applied to every block of output rows once it is computed
+/// (an empty window, `k = 0`, gives zeros, then finished).
 pub fn forward<T: ConvScalar>(
     g: &Geometry,
     input: &[T],
     filter: &[T],
     out: &mut [T],
+    finish: Finish<'_, T>,
 ) -> Result<()> {
     let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
     if out.is_empty() {
@@ -73,6 +82,7 @@ pub fn forward<T: ConvScalar>(
     }
     if k == 0 {
         out.fill(T::default());
+        finish(out);
         return Ok(());
     }
     if is_pointwise(g) {
@@ -82,12 +92,21 @@ pub fn forward<T: ConvScalar>(
         };
         let a = MatRef::new(input, g.batch * p, k, k, 1)?;
         let b = MatRef::new(filter, k, od, od, 1)?;
-        return T::matmul(a, b, out, threads);
+        T::matmul(a, b, out, threads)?;
+        // Finish in row chunks on the product's threads when it used several
+        // and the output is large enough to pay for waking them.
+        if threads > 1 && out.len() >= PAR_FINISH_ELEMS {
+            let rows = (g.batch * p).div_ceil(threads).max(1);
+            out.par_chunks_mut(rows * od).for_each(finish);
+        } else {
+            finish(out);
+        }
+        return Ok(());
     }
     let in_image = g.in_image();
     let image = |bufs: &mut Buffers<T>, (n, dst): (usize, &mut [T]), threads: usize| {
         let src = &input[n * in_image..(n + 1) * in_image];
-        forward_image(g, src, filter, dst, bufs, threads)
+        forward_image(g, src, filter, dst, bufs, threads, finish)
     };
     // Each rayon job reuses one patch buffer for all its images.
     match spread(g) {
@@ -127,7 +146,8 @@ fn at_least<T: Clone + Default>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut buf[..len]
 }
 
-/// One image of [`forward`], block by block and group by group.
+/// One image of [`forward`], block by block and group by group, each block
+/// finished once all its groups are in.
 fn forward_image<T: ConvScalar>(
     g: &Geometry,
     src: &[T],
@@ -135,6 +155,7 @@ fn forward_image<T: ConvScalar>(
     dst: &mut [T],
     bufs: &mut Buffers<T>,
     threads: usize,
+    finish: Finish<'_, T>,
 ) -> Result<()> {
     let (p, k, od) = (g.out_pixels(), g.patch(), g.out_depth);
     let groups = g.groups();
@@ -158,6 +179,7 @@ fn forward_image<T: ConvScalar>(
                 }
             }
         }
+        finish(out);
     }
     Ok(())
 }

@@ -10,12 +10,15 @@
 //! - [`conv2d`]: the `Conv2D`, `Conv2DBackpropInput` and `Conv2DBackpropFilter`
 //!   kernels.
 //! - [`depthwise`]: the three depthwise kernels, as direct loops.
+//! - [`fused`]: `_FusedConv2D`, a `Conv2D` with a bias or batch norm and an
+//!   activation applied to its output blocks.
 //!
 //! The registered types are TensorFlow's CPU ones: `half`, `bfloat16`, `float`,
 //! `double` for all six, and `int32` for `Conv2D` and `Conv2DBackpropInput`.
 
 pub mod conv2d;
 pub mod depthwise;
+pub mod fused;
 pub mod gemm_conv;
 pub mod im2col;
 pub mod params;
@@ -102,6 +105,7 @@ fn make_depthwise_backprop_filter(c: &OpKernelConstruction<'_>) -> Result<Box<dy
 
 /// Registers the convolution kernels.
 pub fn register_all_kernels(r: &mut KernelRegistry) {
+    fused::register_all_kernels(r);
     r.register(KernelDef::cpu("Conv2D", make_conv2d).type_constraint("T", CONV_DTYPES));
     r.register(
         KernelDef::cpu("Conv2DBackpropInput", make_conv2d_backprop_input)

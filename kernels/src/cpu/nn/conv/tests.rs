@@ -102,7 +102,7 @@ fn check(
     if depthwise {
         depthwise::forward(&g, &x, &w, &mut got);
     } else {
-        gemm_conv::forward(&g, &x, &w, &mut got).unwrap();
+        gemm_conv::forward(&g, &x, &w, &mut got, &|_| {}).unwrap();
     }
     close(&format!("{name} forward"), &got, &want);
     if !depthwise && g.groups() != 1 {
@@ -252,7 +252,7 @@ fn large_convolutions_take_the_parallel_paths() {
         let w = vals(9 * depth * depth, 5);
         let want = reference(&g, &x, &w, false);
         let mut got = vec![0.0; want.len()];
-        gemm_conv::forward(&g, &x, &w, &mut got).unwrap();
+        gemm_conv::forward(&g, &x, &w, &mut got, &|_| {}).unwrap();
         close("parallel forward", &got, &want);
         let dy = vals(want.len(), 6);
         let mut dx = vec![0.0; x.len()];
