@@ -247,13 +247,13 @@ mod tests {
     #[test]
     fn bias_then_each_activation() {
         let cases: [(FusedActivation, [f32; 4]); 5] = [
-            (FusedActivation::Identity, [-1.5, 7.0, 0.5, -3.0]),
-            (FusedActivation::Relu, [0.0, 7.0, 0.5, 0.0]),
-            (FusedActivation::Relu6, [0.0, 6.0, 0.5, 0.0]),
-            (FusedActivation::LeakyRelu(0.5), [-0.75, 7.0, 0.5, -1.5]),
+            (FusedActivation::Identity, [-1.5, 7.0, 1.5, -3.0]),
+            (FusedActivation::Relu, [0.0, 7.0, 1.5, 0.0]),
+            (FusedActivation::Relu6, [0.0, 6.0, 1.5, 0.0]),
+            (FusedActivation::LeakyRelu(0.5), [-0.75, 7.0, 1.5, -1.5]),
             (
                 FusedActivation::Elu,
-                [(-1.5f32).exp() - 1.0, 7.0, 0.5, (-3f32).exp() - 1.0],
+                [(-1.5f32).exp() - 1.0, 7.0, 1.5, (-3f32).exp() - 1.0],
             ),
         ];
         for (act, want) in cases {
