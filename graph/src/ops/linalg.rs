@@ -65,7 +65,7 @@ pub fn register_all_ops(r: &OpRegistry) {
         );
     }
     // Grappler's remapper writes MatMul + BiasAdd (+ activation) as one node (see
-    // `passes::fuse_matmul`); TensorFlow registers no gradient for it.
+    // `passes::remapper`); TensorFlow registers no gradient for it.
     r.register(
         OpDef::build("_FusedMatMul")
             .input("a: T")

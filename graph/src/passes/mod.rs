@@ -9,13 +9,14 @@
 //! - [`optimize`] — CSE and constant folding of a placed step graph.
 //! - [`partition`] — split a placed graph per device, replacing each cross-device
 //!   edge by a `_Send`/`_Recv` pair.
-//! - [`fuse_matmul`] — TensorFlow's remapper fusion of `MatMul` + `BiasAdd`
-//!   (+ activation) into `_FusedMatMul`, over a placed step's nodes.
+//! - [`remapper`] — TensorFlow's remapper fusions of `MatMul`/`Conv2D` +
+//!   `BiasAdd`/`FusedBatchNorm` (+ activation) into `_FusedMatMul` and
+//!   `_FusedConv2D`, over a placed step's nodes.
 
 pub mod control_flow;
-pub mod fuse_matmul;
 pub mod optimize;
 pub mod partition;
 pub mod place;
 pub mod prune;
+pub mod remapper;
 pub mod shape_inference;

@@ -6,9 +6,9 @@
 //! - [`constant_folding`] — evaluating constant subgraphs (and shapes known
 //!   statically) once, on the CPU, and replacing them by `Const`s.
 //!
-//! - [`fuse_matmul`](crate::passes::fuse_matmul) — the remapper's
-//!   `MatMul + BiasAdd (+ activation)` → `_FusedMatMul` rewrite, switched by
-//!   [`RewriterConfig::remapping`].
+//! - [`remapper`](crate::passes::remapper) — the remapper's rewrites of
+//!   `MatMul`/`Conv2D` + `BiasAdd`/`FusedBatchNorm` (+ activation) into
+//!   `_FusedMatMul`/`_FusedConv2D`, switched by [`RewriterConfig::remapping`].
 //!
 //! [`optimize_step`] runs the passes as TensorFlow's `GraphOptimizer::Optimize`
 //! does: constant folding, then CSE, repeated while either changes the graph (at
@@ -187,8 +187,9 @@ impl Toggle {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RewriterConfig {
-    /// Fusing `MatMul + BiasAdd (+ activation)` into `_FusedMatMul`
-    /// ([`fuse_matmul`](crate::passes::fuse_matmul)); on by default, as in
+    /// Fusing `MatMul`/`Conv2D` + `BiasAdd`/`FusedBatchNorm` (+ activation)
+    /// into `_FusedMatMul`/`_FusedConv2D`
+    /// ([`remapper`](crate::passes::remapper)); on by default, as in
     /// TensorFlow.
     pub remapping: Toggle,
 }
@@ -394,7 +395,7 @@ pub fn optimize_step(
             .map(str::to_owned)
             .collect();
         let before = nodes.len();
-        let fused = crate::passes::fuse_matmul::fuse_matmul_bias_activation(&mut nodes, &protected);
+        let fused = crate::passes::remapper::remap(&mut nodes, &protected);
         passes.push(PassReport {
             pass: "remapper",
             nodes_before: before,
