@@ -36,7 +36,11 @@ pub struct Conv2DBackpropFilterKernel<E> {
 }
 
 /// TensorFlow's `ComputeConv2DDimension` for `NHWC`.
-pub(super) fn forward_geometry(a: &ConvAttrs, input: &TensorShape, filter: &TensorShape) -> Result<Geometry> {
+pub(super) fn forward_geometry(
+    a: &ConvAttrs,
+    input: &TensorShape,
+    filter: &TensorShape,
+) -> Result<Geometry> {
     if input.rank() != 4 {
         return Err(Status::invalid_argument(format!(
             "convolution input must be 4-dimensional: {input}"
