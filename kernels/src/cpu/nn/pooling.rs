@@ -300,15 +300,6 @@ impl Params {
         span(c, self.s_cols, self.pad_cols, self.k_cols, self.in_cols)
     }
 
-    /// The output rows whose windows contain input row `h`.
-    fn out_rows_over(&self, h: usize) -> (usize, usize) {
-        covering(h, self.s_rows, self.pad_rows, self.k_rows, self.out_rows)
-    }
-
-    fn out_cols_over(&self, w: usize) -> (usize, usize) {
-        covering(w, self.s_cols, self.pad_cols, self.k_cols, self.out_cols)
-    }
-
     /// Window visits of a forward pass, for the parallelism threshold.
     fn work(&self) -> usize {
         self.batch
@@ -326,20 +317,6 @@ fn span(o: usize, s: usize, pad: usize, k: usize, n: usize) -> (usize, usize) {
     let lo = start.max(0) as usize;
     let hi = (start + k as i64).clamp(0, n as i64) as usize;
     (lo.min(hi), hi)
-}
-
-/// The outputs `o < n_out` with `o*s - pad <= i < o*s - pad + k`.
-fn covering(i: usize, s: usize, pad: usize, k: usize, n_out: usize) -> (usize, usize) {
-    let ip = (i + pad) as i64;
-    let (s, k) = (s as i64, k as i64);
-    // o >= ceil((ip - k + 1) / s), o <= floor(ip / s)
-    let lo = if ip - k < 0 {
-        0
-    } else {
-        (ip - k + 1 + s - 1) / s
-    };
-    let hi = (ip / s + 1).min(n_out as i64);
-    (lo as usize, (hi.max(lo)) as usize)
 }
 
 /// Runs `f(row_index, row)` over `rows` of `out` (each `row_len` long), in
@@ -503,38 +480,68 @@ fn run_max_pool_grad<T: PoolElem>(ctx: &mut OpKernelContext<'_>, window: &Window
     }
     expect_shape(y, &p.out_dims(), "orig_output")?;
     expect_shape(g, &p.out_dims(), "grad")?;
-    let xs = x.as_slice::<T>()?;
-    let gs = g.as_slice::<T>()?;
-    // The argmax of every output element, row by row.
-    let mut arg = vec![usize::MAX; g.num_elements()];
-    for_rows(&mut arg, p.out_cols * p.depth, p.work(), |i, a| {
-        argmax_row(&p, xs, i / p.out_rows.max(1), i % p.out_rows.max(1), a);
-        Ok(())
-    })?;
+    let (xs, gs) = (x.as_slice::<T>()?, g.as_slice::<T>()?);
     let mut out = ctx.allocate(T::DTYPE, &p.in_dims()[..])?;
     let o = out.as_mut_slice::<T>()?;
-    let out_img = p.out_rows * p.out_cols * p.depth;
-    for_rows(o, p.in_cols * p.depth, p.work(), |i, row| {
-        let (b, h) = (i / p.in_rows, i % p.in_rows);
-        let (r0, r1) = p.out_rows_over(h);
-        for w in 0..p.in_cols {
-            let (c0, c1) = p.out_cols_over(w);
-            let px = &mut row[w * p.depth..(w + 1) * p.depth];
-            for r in r0..r1 {
-                for c in c0..c1 {
-                    let ob = b * out_img + (r * p.out_cols + c) * p.depth;
-                    let want = (h * p.in_cols + w) * p.depth;
-                    for (d, v) in px.iter_mut().enumerate() {
-                        if arg[ob + d] == want + d {
-                            *v = v.add(gs[ob + d]);
+    let img = p.in_rows * p.in_cols * p.depth;
+    if img > 0 && p.depth > 0 {
+        let image = |(b, o): (usize, &mut [T])| max_pool_grad_image(&p, xs, gs, b, o);
+        if p.work() >= PAR_MIN_WORK && p.batch > 1 && rayon::current_num_threads() > 1 {
+            o.par_chunks_mut(img).enumerate().for_each(image);
+        } else {
+            o.chunks_mut(img).enumerate().for_each(image);
+        }
+    }
+    ctx.set_output(0, out)
+}
+
+/// One image `b` of `MaxPoolGrad`: for each output element, the first maximum
+/// of its window (row-major, the first element kept on ties and NaN, as
+/// [`argmax_row`]) receives its gradient, added into `o` (the image's input
+/// gradient, zeroed). One pass over the windows, as TensorFlow's CPU kernel;
+/// a window entirely in the padding passes nothing.
+fn max_pool_grad_image<T: PoolElem>(p: &Params, xs: &[T], gs: &[T], b: usize, o: &mut [T]) {
+    let depth = p.depth;
+    let img = p.in_rows * p.in_cols * depth;
+    let out_img = p.out_rows * p.out_cols * depth;
+    let xb = &xs[b * img..(b + 1) * img];
+    let gb = &gs[b * out_img..(b + 1) * out_img];
+    let mut best = vec![T::lowest(); depth];
+    let mut at = vec![0usize; depth];
+    for r in 0..p.out_rows {
+        let (h0, h1) = p.rows_of(r);
+        for c in 0..p.out_cols {
+            let (w0, w1) = p.cols_of(c);
+            if h0 >= h1 || w0 >= w1 {
+                continue;
+            }
+            let first = (h0 * p.in_cols + w0) * depth;
+            best.copy_from_slice(&xb[first..first + depth]);
+            for (d, a) in at.iter_mut().enumerate() {
+                *a = first + d;
+            }
+            for h in h0..h1 {
+                for w in w0..w1 {
+                    let base = (h * p.in_cols + w) * depth;
+                    if base == first {
+                        continue;
+                    }
+                    let px = &xb[base..base + depth];
+                    for (d, ((m, a), &v)) in best.iter_mut().zip(at.iter_mut()).zip(px).enumerate()
+                    {
+                        if *m < v {
+                            *m = v;
+                            *a = base + d;
                         }
                     }
                 }
             }
+            let g = &gb[(r * p.out_cols + c) * depth..][..depth];
+            for (&a, &gv) in at.iter().zip(g) {
+                o[a] = o[a].add(gv);
+            }
         }
-        Ok(())
-    })?;
-    ctx.set_output(0, out)
+    }
 }
 
 /// `MaxPoolGrad`.
