@@ -103,6 +103,18 @@ impl GemmScalar for f64 {
 
 /// `c = a · b`, `c` row-major `a.rows × b.cols`, on `threads` rayon threads (1: on
 /// this thread). `InvalidArgument`/`Internal` on inconsistent sizes, never UB.
+///
+/// `gemm` computes a row-major destination as the transposed product
+/// `cᵀ = bᵀ · aᵀ`, packing `bᵀ` as its left operand. When `b` is large and `a`
+/// has few rows (at least 8 times fewer than `b` has columns: a dense layer on
+/// a small batch) that packing costs more than the product, worst when `b` is
+/// column-major (`MatMul`'s `transpose_b`, the layer's input gradient:
+/// 64 × 1024 · (3136 × 1024)ᵀ took 4.1 ms against 1.2 ms, and 64 × 3136 · 3136 ×
+/// 1024 1.55 ms against 1.27, on 2 AVX-512 threads;
+/// `examples/gemm_shapes_timing.rs`). There, when the contraction is long
+/// enough (`k >= 256`) for the product to pay for transposing its output, the
+/// product goes into a column-major buffer (no transposition inside `gemm`),
+/// then is transposed into `c`.
 pub fn gemm_into<T: GemmScalar>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -124,6 +136,72 @@ pub fn gemm_into<T: GemmScalar>(
         c.fill(T::ZERO);
         return Ok(());
     }
+    if m.saturating_mul(8) <= n && k >= 256 && k.saturating_mul(n) >= 1 << 17 {
+        let mut col = vec![T::ZERO; c.len()];
+        gemm_into_column_major(a, b, &mut col, threads)?;
+        // `col` read as row-major n × m is cᵀ.
+        transpose_into(&col, n, m, c);
+        return Ok(());
+    }
+    product(a, b, c, (n, 1), threads);
+    Ok(())
+}
+
+/// `c = a · b` with `c` column-major (`c[i + j * a.rows]`); as [`gemm_into`]
+/// otherwise.
+pub fn gemm_into_column_major<T: GemmScalar>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    threads: usize,
+) -> Result<()> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k || m.checked_mul(n) != Some(c.len()) {
+        return Err(Status::internal(format!(
+            "gemm of {m}x{k} by {}x{n} into {} elements",
+            b.rows,
+            c.len()
+        )));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        c.fill(T::ZERO);
+        return Ok(());
+    }
+    product(a, b, c, (1, m), threads);
+    Ok(())
+}
+
+/// `dst` (`cols × rows`, row-major) = `src` (`rows × cols`, row-major)
+/// transposed, in blocks of source rows small enough for the L1 cache, so that
+/// the writes run along `dst`'s rows and the strided reads hit the cache.
+fn transpose_into<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    let block = (4096 / cols.max(1)).clamp(8, 256);
+    for i0 in (0..rows).step_by(block) {
+        let i1 = (i0 + block).min(rows);
+        let src = &src[i0 * cols..i1 * cols];
+        for (j, out) in dst.chunks_exact_mut(rows).enumerate() {
+            for (o, row) in out[i0..i1].iter_mut().zip(src.chunks_exact(cols)) {
+                *o = row[j];
+            }
+        }
+    }
+}
+
+/// `c = a · b` through `gemm::gemm`, `c` (`a.rows × b.cols` elements, checked
+/// by the callers, as `k > 0` and non-empty `c`) with strides `(rs, cs)`: `(n, 1)`
+/// or `(1, m)`.
+fn product<T: GemmScalar>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    (rs, cs): (usize, usize),
+    threads: usize,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    debug_assert!(c.len() == m * n && ((rs, cs) == (n, 1) || (rs, cs) == (1, m)));
     let parallelism = if threads > 1 {
         Parallelism::Rayon(threads)
     } else {
@@ -135,11 +213,12 @@ pub fn gemm_into<T: GemmScalar>(
     //    `MatRef::new` checked the last such offset against `a.data.len()` with
     //    overflow-checked arithmetic; likewise `rhs` reads `b.data[p * b.rs + j * b.cs]`
     //    for `p < k`, `j < n`.
-    // 3. `dst` writes `c[i * n + j]` for `i < m`, `j < n`: in bounds, as
-    //    `c.len() == m * n` was checked above.
-    // 4. Every stride fits `isize` (`MatRef::new` checked `rs`/`cs`; `n <= c.len()`,
-    //    and a slice never holds more than `isize::MAX` elements), so the pointer
-    //    offsets `gemm` forms cannot overflow.
+    // 3. `dst` writes `c[i * rs + j * cs]` for `i < m`, `j < n`, with `(rs, cs)`
+    //    `(n, 1)` or `(1, m)`: at most `(m - 1) * n + n - 1` or `m - 1 + (n - 1) * m`,
+    //    both `m * n - 1`, in bounds as the callers checked `c.len() == m * n`.
+    // 4. Every stride fits `isize` (`MatRef::new` checked `rs`/`cs`; `m, n <=
+    //    c.len()`, and a slice never holds more than `isize::MAX` elements), so the
+    //    pointer offsets `gemm` forms cannot overflow.
     // 5. `c` is borrowed mutably for the whole call and `a`, `b` immutably, so the
     //    destination aliases neither source and no other thread touches any of them;
     //    `gemm`'s own threads (Rayon) write disjoint blocks of `c` and return before
@@ -151,8 +230,8 @@ pub fn gemm_into<T: GemmScalar>(
             n,
             k,
             c.as_mut_ptr(),
-            1,
-            n as isize,
+            cs as isize,
+            rs as isize,
             false,
             a.data.as_ptr(),
             a.cs as isize,
@@ -168,7 +247,6 @@ pub fn gemm_into<T: GemmScalar>(
             parallelism,
         );
     }
-    Ok(())
 }
 
 /// Every product of `plan` into `out` (zeros, `plan.out_shape()` elements): one gemm

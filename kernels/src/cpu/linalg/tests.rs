@@ -54,6 +54,10 @@ fn gemm_matches_reference_for_all_layouts() {
         (1, 9, 17),
         (33, 1, 65),
         (300, 200, 250),
+        // Few rows, a wide and long `b`: through a column-major buffer, then
+        // transposed (odd sizes for the transpose's blocks).
+        (5, 700, 300),
+        (1, 1030, 257),
     ];
     for &(m, n, k) in &shapes {
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
