@@ -135,6 +135,19 @@ fn zeroed_chunks(n: usize) -> Result<Box<[Chunk]>, AllocError> {
     Ok(chunks)
 }
 
+/// A copy of `chunks`, written once (not zeroed first), or the allocator's
+/// refusal.
+fn copied_chunks(chunks: &[Chunk]) -> Result<Box<[Chunk]>, AllocError> {
+    let mut v: Vec<Chunk> = Vec::new();
+    v.try_reserve_exact(chunks.len())
+        .map_err(|_| AllocError::OutOfMemory {
+            bytes: std::mem::size_of_val(chunks),
+        })?;
+    advise_huge_pages(v.as_ptr().cast(), std::mem::size_of_val(chunks));
+    v.extend_from_slice(chunks);
+    Ok(v.into_boxed_slice())
+}
+
 /// The chunks that hold `len` bytes.
 fn chunks_for(len: usize) -> usize {
     len.div_ceil(BUFFER_ALIGNMENT)
@@ -196,9 +209,7 @@ impl AlignedBuffer {
     #[inline]
     pub fn make_mut(&mut self) -> Result<&mut [u8], AllocError> {
         if Arc::get_mut(&mut self.block).is_none() {
-            let mut fresh = zeroed_chunks(self.block.chunks.len())?;
-            fresh.copy_from_slice(&self.block.chunks);
-            self.block = Block::new(fresh, self.len);
+            self.block = Block::new(copied_chunks(&self.block.chunks)?, self.len);
         }
         match Arc::get_mut(&mut self.block) {
             Some(b) => Ok(&mut bytemuck::cast_slice_mut::<Chunk, u8>(&mut b.chunks)[..self.len]),
@@ -407,6 +418,16 @@ mod tests {
         assert_eq!(&bytes[..], &[1, 2, 3], "the shared view is unchanged");
         assert_eq!(buf.as_bytes(), &[9, 2, 3]);
         assert!(buf.is_unique());
+        // A large shared buffer (huge pages advised): the copy is aligned and
+        // holds every byte.
+        let big: Vec<u8> = (0..(5 << 20) + 3).map(|i| (i % 251) as u8).collect();
+        let mut buf = AlignedBuffer::try_from_bytes(&big).unwrap();
+        let shared = buf.clone();
+        buf.make_mut().unwrap()[1] = 0;
+        assert_eq!(buf.as_bytes().as_ptr() as usize % BUFFER_ALIGNMENT, 0);
+        assert_eq!(&buf.as_bytes()[2..], &big[2..]);
+        assert_eq!(buf.as_bytes()[..2], [0, 0]);
+        assert_eq!(shared.as_bytes(), &big[..]);
     }
 
     /// Sizes no machine has used to abort the process in `Arc::new_zeroed_slice`.
