@@ -130,22 +130,40 @@ pub fn im2col<T: ConvScalar>(g: &Geometry, image: &[T], c0: usize, first: usize,
     if patch == 0 || g.cols.output == 0 {
         return;
     }
+    // With one group and undilated columns, a filter row whose taps all fall
+    // inside the image reads `filter_cols * depth` contiguous values: one copy
+    // instead of one per tap (a one-channel image's taps are single values).
+    let kw = g.cols.filter;
+    let row_len = kw * fd;
+    let whole_rows = fd == depth && g.cols.dilation == 1 && kw > 0;
     for (i, row) in col.chunks_exact_mut(patch).enumerate() {
         let p = first + i;
         let (oy, ox) = (p / g.cols.output, p % g.cols.output);
-        let mut k = 0;
-        for ky in 0..g.rows.filter {
-            let iy = g.rows.source(oy, ky);
-            for kx in 0..g.cols.filter {
-                let dst = &mut row[k..k + fd];
-                match (iy, g.cols.source(ox, kx)) {
-                    (Some(iy), Some(ix)) => {
+        let inside = match (
+            g.cols.source(ox, 0),
+            g.cols.source(ox, kw.saturating_sub(1)),
+        ) {
+            (Some(ix), Some(_)) if whole_rows => Some(ix),
+            _ => None,
+        };
+        for (ky, taps) in row.chunks_exact_mut(row_len).enumerate() {
+            let Some(iy) = g.rows.source(oy, ky) else {
+                taps.fill(T::default());
+                continue;
+            };
+            if let Some(ix) = inside {
+                let at = (iy * g.cols.input + ix) * depth;
+                taps.copy_from_slice(&image[at..at + row_len]);
+                continue;
+            }
+            for (kx, dst) in taps.chunks_exact_mut(fd).enumerate() {
+                match g.cols.source(ox, kx) {
+                    Some(ix) => {
                         let at = (iy * g.cols.input + ix) * depth + c0;
                         dst.copy_from_slice(&image[at..at + fd]);
                     }
-                    _ => dst.fill(T::default()),
+                    None => dst.fill(T::default()),
                 }
-                k += fd;
             }
         }
     }
