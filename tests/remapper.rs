@@ -10,6 +10,10 @@
 //!   and `gen_fused_conv.py` wrote the graphs and the answers);
 //! - the fused ops have no gradient, as in TensorFlow.
 
+// Only its fixture tensor parser; the graphs run here under remapper settings of their own.
+#[allow(dead_code)]
+mod graph_fixture;
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
@@ -187,28 +191,6 @@ fn tf_doc(stem: &str) -> Value {
     serde_json::from_str(&text).expect("fixture JSON")
 }
 
-fn float_tensor(v: &Value) -> Tensor {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect();
-    let vals = v["values"].as_array().expect("values");
-    match v["dtype"].as_str().expect("dtype") {
-        "float32" => Tensor::new(
-            &shape,
-            vals.iter().map(|x| x.as_f64().expect("f") as f32).collect(),
-        ),
-        "float64" => Tensor::new(
-            &shape,
-            vals.iter().map(|x| x.as_f64().expect("f")).collect(),
-        ),
-        other => panic!("dtype {other}"),
-    }
-    .expect("tensor")
-}
-
 fn fetches(doc: &Value) -> Vec<String> {
     doc["fetches"]
         .as_array()
@@ -272,12 +254,12 @@ fn tensorflows_remapped_graphs_run_with_tensorflows_answers() {
         let doc = tf_doc(stem);
         let fetches = fetches(&doc);
         let fetches: Vec<&str> = fetches.iter().map(String::as_str).collect();
-        let x = float_tensor(&doc["feeds"]["x:0"]);
+        let x = graph_fixture::tensor(&doc["feeds"]["x:0"]);
         let want: Vec<Tensor> = doc["outputs"]
             .as_array()
             .expect("outputs")
             .iter()
-            .map(float_tensor)
+            .map(graph_fixture::tensor)
             .collect();
         let remapped = tf_graph(&format!("{stem}_remapped.pb"));
         assert!(remapped.node.iter().any(|n| n.op == op));

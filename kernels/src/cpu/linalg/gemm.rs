@@ -121,21 +121,10 @@ pub fn gemm_into<T: GemmScalar>(
     c: &mut [T],
     threads: usize,
 ) -> Result<()> {
+    if done_without_product(&a, &b, c)? {
+        return Ok(());
+    }
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    if b.rows != k || m.checked_mul(n) != Some(c.len()) {
-        return Err(Status::internal(format!(
-            "gemm of {m}x{k} by {}x{n} into {} elements",
-            b.rows,
-            c.len()
-        )));
-    }
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if k == 0 {
-        c.fill(T::ZERO);
-        return Ok(());
-    }
     if m.saturating_mul(8) <= n && k >= 256 && k.saturating_mul(n) >= 1 << 17 {
         let mut col = vec![T::ZERO; c.len()];
         gemm_into_column_major(a, b, &mut col, threads)?;
@@ -155,6 +144,22 @@ pub fn gemm_into_column_major<T: GemmScalar>(
     c: &mut [T],
     threads: usize,
 ) -> Result<()> {
+    if done_without_product(&a, &b, c)? {
+        return Ok(());
+    }
+    let m = a.rows;
+    product(a, b, c, (1, m), threads);
+    Ok(())
+}
+
+/// Checks the sizes of `c = a · b` (`Internal` when inconsistent) and handles
+/// the products with nothing to multiply: an empty `c`, or `k = 0` (zeros).
+/// `Ok(true)` when `c` is done.
+fn done_without_product<T: GemmScalar>(
+    a: &MatRef<'_, T>,
+    b: &MatRef<'_, T>,
+    c: &mut [T],
+) -> Result<bool> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if b.rows != k || m.checked_mul(n) != Some(c.len()) {
         return Err(Status::internal(format!(
@@ -164,14 +169,13 @@ pub fn gemm_into_column_major<T: GemmScalar>(
         )));
     }
     if m == 0 || n == 0 {
-        return Ok(());
+        return Ok(true);
     }
     if k == 0 {
         c.fill(T::ZERO);
-        return Ok(());
+        return Ok(true);
     }
-    product(a, b, c, (1, m), threads);
-    Ok(())
+    Ok(false)
 }
 
 /// `dst` (`cols × rows`, row-major) = `src` (`rows × cols`, row-major)
