@@ -141,17 +141,20 @@ fn compare(got: &Tensor, want: &Tensor, tol: &BTreeMap<String, Tolerance>) -> Re
     Ok(())
 }
 
-/// How a fixture's session spreads the graph: over how many devices, and by the
-/// cost model or a seeded random placer.
+/// How a fixture's session spreads the graph: over how many devices, by the cost
+/// model or a seeded random placer, and whether it schedules its receives
+/// (`enable_recv_scheduling`).
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     devices: usize,
     random_seed: Option<u64>,
+    recv_scheduling: bool,
 }
 
 const ONE_DEVICE: Layout = Layout {
     devices: 1,
     random_seed: None,
+    recv_scheduling: false,
 };
 
 /// Runs one fixture; `Err` lists what went wrong.
@@ -166,7 +169,8 @@ fn run_fixture(dir: &Path, answers: &str, layout: Layout) -> Result<(), String> 
     let options = SessionOptions::default()
         .with_default_timeout(Duration::from_secs(60))
         .with_cpu_devices(layout.devices)
-        .with_random_placement_seed(layout.random_seed);
+        .with_random_placement_seed(layout.random_seed)
+        .with_enable_recv_scheduling(layout.recv_scheduling);
     let sess = Session::new(&graph, options).map_err(|e| format!("session: {e}"))?;
     let result = run_steps(&sess, dir, answers, &m);
     let _ = sess.close();
@@ -228,18 +232,21 @@ fn every_fixture_matches_tensorflow() {
 
 /// Placement independence: the same answers whatever devices the placer spreads a
 /// graph over (loops, conds, gradients of loops and stateful nodes included), for
-/// TensorFlow's graphs and for the graphs actorflow exports.
+/// TensorFlow's graphs and for the graphs actorflow exports; half the layouts also
+/// schedule their receives, which must change no answer either.
 #[test]
 fn every_fixture_matches_tensorflow_on_any_placement() {
     let mut layouts: Vec<Layout> = (2..=4)
         .map(|devices| Layout {
             devices,
             random_seed: None,
+            recv_scheduling: devices == 4,
         })
         .collect();
     layouts.extend((1..=4).map(|seed| Layout {
         devices: 3,
         random_seed: Some(seed),
+        recv_scheduling: seed % 2 == 0,
     }));
     check_corpus(TF_CORPUS, &layouts);
     check_corpus(TF_EXPORT, &layouts);

@@ -107,6 +107,7 @@ impl GrpcSession {
                     .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
                 graph_options: Some(pb::GraphOptions {
                     enable_bfloat16_sendrecv: options.enable_bfloat16_sendrecv,
+                    enable_recv_scheduling: options.enable_recv_scheduling,
                     ..crate::wire::graph_options_of(&options.optimizer, &options.rewrite_options)
                 }),
                 ..Default::default()

@@ -634,7 +634,8 @@ impl WorkerInterface for ClusterWorker {
             })
             .collect::<Result<Vec<usize>>>()?;
         let popts = PartitionOptions {
-            bfloat16_transfers: req.bfloat16_transfers,
+            recv_scheduling: req.partition.recv_scheduling && !req.partial,
+            ..req.partition
         };
         let parts =
             partition_by_location_with(&g, &assignment, &self.devices, &self.device_task, &popts)?;
@@ -650,7 +651,7 @@ impl WorkerInterface for ClusterWorker {
                 Link::Local(w) => {
                     let h = w.register_graph(RegisterGraphRequest {
                         graph: piece.clone(),
-                        bfloat16_transfers: req.bfloat16_transfers,
+                        partition: req.partition,
                         ..Default::default()
                     });
                     match h {
@@ -667,7 +668,7 @@ impl WorkerInterface for ClusterWorker {
         }
         if !remote.is_empty() {
             let session_handle = self.session_handle.clone();
-            let bfloat16 = req.bfloat16_transfers;
+            let partition = req.partition;
             let d = self.options.rpc_timeout;
             let names: Vec<TaskName> = self.tasks.iter().map(|t| t.name.clone()).collect();
             let got = block_on(&self.runtime, async move {
@@ -678,10 +679,7 @@ impl WorkerInterface for ClusterWorker {
                         create_worker_session_called: true,
                         graph_def: Some(graph::import::graph_def_to_tf_proto(&piece)),
                         has_control_flow: piece.node.iter().any(|n| n.op == "Enter"),
-                        graph_options: Some(pb::GraphOptions {
-                            enable_bfloat16_sendrecv: bfloat16,
-                            ..Default::default()
-                        }),
+                        graph_options: Some(wire::graph_options_of_partition(&partition)),
                         ..Default::default()
                     };
                     let name = names[task].clone();
@@ -736,6 +734,7 @@ impl WorkerInterface for ClusterWorker {
             handle,
             partitions,
             transfers: parts.transfers,
+            scheduled_recvs: parts.scheduled_recvs,
         })
     }
 

@@ -264,16 +264,13 @@ impl MasterState {
             .iter()
             .map(|d| DeviceName::parse(&d.name))
             .collect::<Result<Vec<_>>>()?;
+        let partition = wire::partition_options_from_proto(config.graph_options.as_ref());
         let options = SessionOptions::default()
             .with_allow_soft_placement(config.allow_soft_placement)
             .with_optimizer(wire::optimizer_options_from_proto(&config))
             .with_rewrite_options(wire::rewriter_config_from_proto(&config))
-            .with_enable_bfloat16_sendrecv(
-                config
-                    .graph_options
-                    .as_ref()
-                    .is_some_and(|g| g.enable_bfloat16_sendrecv),
-            )
+            .with_enable_bfloat16_sendrecv(partition.bfloat16_transfers)
+            .with_enable_recv_scheduling(partition.recv_scheduling)
             .with_default_timeout(
                 (config.operation_timeout_in_ms > 0)
                     .then(|| Duration::from_millis(config.operation_timeout_in_ms as u64)),

@@ -17,6 +17,7 @@
 //!   (off also when `disable_meta_optimizer` turns every grappler pass off).
 
 use graph::passes::optimize::{OptLevel, OptimizerOptions, RewriterConfig, Toggle};
+use graph::passes::partition::PartitionOptions;
 use graph::{Code, Status, Tensor};
 use proto::tensorflow::{self as pb, NamedTensorProto, TensorProto};
 
@@ -182,6 +183,25 @@ pub fn graph_options_of(options: &OptimizerOptions, rewriter: &RewriterConfig) -
             },
             ..Default::default()
         }),
+        ..Default::default()
+    }
+}
+
+/// The partitioning options `GraphOptions` ask for (`enable_bfloat16_sendrecv`,
+/// `enable_recv_scheduling`); none: the defaults, both off.
+pub fn partition_options_from_proto(g: Option<&pb::GraphOptions>) -> PartitionOptions {
+    g.map_or_else(PartitionOptions::default, |g| PartitionOptions {
+        bfloat16_transfers: g.enable_bfloat16_sendrecv,
+        recv_scheduling: g.enable_recv_scheduling,
+    })
+}
+
+/// `partition` as the `GraphOptions` fields [`partition_options_from_proto`]
+/// reads back, every other field at its default.
+pub fn graph_options_of_partition(partition: &PartitionOptions) -> pb::GraphOptions {
+    pb::GraphOptions {
+        enable_bfloat16_sendrecv: partition.bfloat16_transfers,
+        enable_recv_scheduling: partition.recv_scheduling,
         ..Default::default()
     }
 }

@@ -248,10 +248,7 @@ impl WorkerState {
         let graph = graph_def_from_tf_proto(gd, &ImportOptions::default())?;
         let reg = w.register_graph(RegisterGraphRequest {
             graph,
-            bfloat16_transfers: r
-                .graph_options
-                .as_ref()
-                .is_some_and(|g| g.enable_bfloat16_sendrecv),
+            partition: wire::partition_options_from_proto(r.graph_options.as_ref()),
             ..Default::default()
         })?;
         Ok(reg.handle.to_string())

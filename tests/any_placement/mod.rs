@@ -1,7 +1,10 @@
 //! A session that runs every step under several placements at once and checks that
 //! they agree (`mod any_placement;`): one device; two, three and four devices as the
 //! cost model spreads the graph; three devices with seeded random placement (every
-//! node on a random device its constraints allow).
+//! node on a random device its constraints allow). The four-device layout and one
+//! random one also schedule their receives (`enable_recv_scheduling`), so every
+//! graph these tests run checks that the waits recv scheduling adds change no
+//! answer and close no cycle.
 //!
 //! Each placement has its own session, so state (variables, queues, stacks) advances
 //! the same way in all. A step must give the one-device answers bit for bit (NaN
@@ -21,6 +24,7 @@ use actorflow::{GraphDef, Result, Session, SessionOptions, Tensor};
 pub struct Layout {
     pub devices: usize,
     pub random_seed: Option<u64>,
+    pub recv_scheduling: bool,
 }
 
 /// The layouts every step runs under; the first is the reference.
@@ -28,26 +32,32 @@ pub const LAYOUTS: [Layout; 6] = [
     Layout {
         devices: 1,
         random_seed: None,
+        recv_scheduling: false,
     },
     Layout {
         devices: 2,
         random_seed: None,
+        recv_scheduling: false,
     },
     Layout {
         devices: 3,
         random_seed: None,
+        recv_scheduling: false,
     },
     Layout {
         devices: 4,
         random_seed: None,
+        recv_scheduling: true,
     },
     Layout {
         devices: 3,
         random_seed: Some(1),
+        recv_scheduling: false,
     },
     Layout {
         devices: 3,
         random_seed: Some(2),
+        recv_scheduling: true,
     },
 ];
 
@@ -65,6 +75,7 @@ impl AnyPlacement {
                 let options = SessionOptions::default()
                     .with_cpu_devices(layout.devices)
                     .with_random_placement_seed(layout.random_seed)
+                    .with_enable_recv_scheduling(layout.recv_scheduling)
                     .with_default_timeout(Duration::from_secs(60));
                 Session::new(graph, options).map(|s| (layout, s))
             })

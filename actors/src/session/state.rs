@@ -13,6 +13,7 @@ use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
 use graph::passes::optimize::{
     optimize_step, OptimizerOptions, PassReport, RewriterConfig, StepFacts,
 };
+use graph::passes::partition::PartitionOptions;
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
 use graph::passes::prune::{rewrite_for_step, FeedSpec};
 use graph::passes::shape_inference::infer_shapes;
@@ -189,6 +190,12 @@ pub struct SessionOptions {
     /// whitepaper's §5.5): half the bytes, about three significant digits. Off
     /// by default; feeds and fetches are never compressed.
     pub enable_bfloat16_sendrecv: bool,
+    /// Start each cross-device `_Recv` as late as the step's estimated critical
+    /// path allows, so a received tensor does not wait in the receiver's memory
+    /// long before it is read (TensorFlow's `GraphOptions.enable_recv_scheduling`,
+    /// the whitepaper's §5.2; see [`graph::passes::recv_schedule`]). Off by
+    /// default, as in TensorFlow.
+    pub enable_recv_scheduling: bool,
     /// Let element-wise kernels write their output into an input buffer that
     /// nothing else holds (TensorFlow's `forward_input_or_allocate_output`; a
     /// buffer another consumer, a fetch or a variable still reads is never
@@ -219,6 +226,7 @@ impl Default for SessionOptions {
             optimizer: OptimizerOptions::default(),
             rewrite_options: RewriterConfig::default(),
             enable_bfloat16_sendrecv: false,
+            enable_recv_scheduling: false,
             buffer_forwarding: true,
             inter_op_parallelism_threads: 0,
             intra_op_parallelism_threads: 0,
@@ -246,12 +254,24 @@ impl SessionOptions {
         with_rewrite_options => rewrite_options: RewriterConfig;
         /// Sets [`enable_bfloat16_sendrecv`](Self::enable_bfloat16_sendrecv).
         with_enable_bfloat16_sendrecv => enable_bfloat16_sendrecv: bool;
+        /// Sets [`enable_recv_scheduling`](Self::enable_recv_scheduling).
+        with_enable_recv_scheduling => enable_recv_scheduling: bool;
         /// Sets [`buffer_forwarding`](Self::buffer_forwarding).
         with_buffer_forwarding => buffer_forwarding: bool;
         /// Sets [`inter_op_parallelism_threads`](Self::inter_op_parallelism_threads).
         with_inter_op_parallelism_threads => inter_op_parallelism_threads: i32;
         /// Sets [`intra_op_parallelism_threads`](Self::intra_op_parallelism_threads).
         with_intra_op_parallelism_threads => intra_op_parallelism_threads: i32;
+    }
+}
+
+impl SessionOptions {
+    /// How partitioning makes this session's transfers.
+    pub fn partition_options(&self) -> PartitionOptions {
+        PartitionOptions {
+            bfloat16_transfers: self.enable_bfloat16_sendrecv,
+            recv_scheduling: self.enable_recv_scheduling,
+        }
     }
 }
 
@@ -462,12 +482,13 @@ impl SessionState {
         let registered = self.worker.register_graph(RegisterGraphRequest {
             graph: piece,
             partial: sig.partial,
-            bfloat16_transfers: self.options.enable_bfloat16_sendrecv,
+            partition: self.options.partition_options(),
         })?;
         tracing::debug!(
             nodes = g.num_nodes(),
             partitions = registered.partitions.len(),
             transfers = registered.transfers,
+            scheduled_recvs = registered.scheduled_recvs,
             "step placed and partitioned"
         );
         Ok(CompiledStep {

@@ -520,7 +520,8 @@ impl WorkerInterface for LocalWorker {
             })
             .collect();
         let popts = PartitionOptions {
-            bfloat16_transfers: req.bfloat16_transfers,
+            recv_scheduling: req.partition.recv_scheduling && !req.partial,
+            ..req.partition
         };
         let parts = partition_with(&g, &assignment, &pdevs, &popts)?;
         let registry = KernelRegistry::global();
@@ -562,6 +563,7 @@ impl WorkerInterface for LocalWorker {
             handle,
             partitions: graphs,
             transfers: parts.transfers,
+            scheduled_recvs: parts.scheduled_recvs,
         })
     }
 

@@ -20,6 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use graph::passes::partition::PartitionOptions;
 use graph::{GraphDef, Result, Tensor};
 use rendezvous::CompletionReceiver;
 
@@ -42,10 +43,11 @@ pub struct RegisterGraphRequest {
     /// leave while it runs (TensorFlow registers a partial run's graph without
     /// its function-call convention the same way).
     pub partial: bool,
-    /// Send `float32` tensors between devices as `bfloat16`
-    /// ([`graph::passes::partition::PartitionOptions::bfloat16_transfers`];
-    /// TensorFlow's `GraphOptions.enable_bfloat16_sendrecv`).
-    pub bfloat16_transfers: bool,
+    /// How the worker's partitioning by device makes transfers: `bfloat16`
+    /// transfers and recv scheduling (TensorFlow's `GraphOptions.
+    /// enable_bfloat16_sendrecv` and `enable_recv_scheduling`). Recv scheduling
+    /// is skipped for a partial run, whose feeds may wait for its fetches.
+    pub partition: PartitionOptions,
 }
 
 /// What registering a piece gave.
@@ -57,6 +59,8 @@ pub struct RegisteredGraph {
     pub partitions: Vec<(String, GraphDef)>,
     /// Send/Recv pairs the worker's partitioning inserted between its devices.
     pub transfers: usize,
+    /// The `_Recv`s of those that recv scheduling made wait.
+    pub scheduled_recvs: usize,
 }
 
 /// One run of a registered piece.

@@ -9,6 +9,8 @@
 //! - [`optimize`] — CSE and constant folding of a placed step graph.
 //! - [`partition`] — split a placed graph per device, replacing each cross-device
 //!   edge by a `_Send`/`_Recv` pair.
+//! - [`recv_schedule`] — when asked, which node each `_Recv` waits for so that it
+//!   starts as late as the step's critical path allows.
 //! - [`remapper`] — TensorFlow's remapper fusions of `MatMul`/`Conv2D` +
 //!   `BiasAdd`/`FusedBatchNorm` (+ activation) into `_FusedMatMul` and
 //!   `_FusedConv2D`, over a placed step's nodes.
@@ -18,5 +20,6 @@ pub mod optimize;
 pub mod partition;
 pub mod place;
 pub mod prune;
+pub mod recv_schedule;
 pub mod remapper;
 pub mod shape_inference;

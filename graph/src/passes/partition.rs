@@ -64,6 +64,12 @@
 //! on the `_Recv`'s device. Other dtypes, control transfers and the client's feeds
 //! and fetches (client-terminated, never partition transfers) travel unchanged.
 //!
+//! **Recv scheduling** (whitepaper §5.2, TensorFlow's `enable_recv_scheduling`).
+//! With [`PartitionOptions::recv_scheduling`], a data `_Recv` of the root frame
+//! may wait, through a `ControlTrigger` named `{x}/_recv_wait_{at}` on the device
+//! of the node `x` it waits for, until `x` has run; which `x` (if any) is
+//! [`recv_schedule`](crate::passes::recv_schedule)'s choice.
+//!
 //! **Two levels.** A location's piece is a plain graph whose nodes name their
 //! devices, and [`partition`] splits it by device again: the edges between devices
 //! of one location, left alone here, become transfers there, and a frame spread
@@ -77,6 +83,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::node_def::TensorId;
 use crate::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
+use crate::passes::recv_schedule::{self, Transfer};
 use crate::{DType, Graph, NodeDef, NodeId, Result, Status, Tensor};
 
 /// How transfers are made, beyond the graph and its placement.
@@ -86,6 +93,11 @@ pub struct PartitionOptions {
     /// `GraphOptions.enable_bfloat16_sendrecv`): see *Lossy transfers* in the
     /// module docs.
     pub bfloat16_transfers: bool,
+    /// Start each `_Recv` of the root frame as late as the step's estimated
+    /// critical path allows (TensorFlow's `GraphOptions.enable_recv_scheduling`):
+    /// see [`recv_schedule`](crate::passes::recv_schedule). Callers leave it off
+    /// for partial runs.
+    pub recv_scheduling: bool,
 }
 
 /// A device as partitioning names it.
@@ -105,6 +117,8 @@ pub struct Partitions {
     pub per_device: BTreeMap<usize, Vec<NodeDef>>,
     /// The number of `_Send`/`_Recv` pairs inserted.
     pub transfers: usize,
+    /// The `_Recv`s made to wait by [`PartitionOptions::recv_scheduling`].
+    pub scheduled_recvs: usize,
 }
 
 fn transfer_attrs(
@@ -213,6 +227,12 @@ struct Partitioner<'a> {
     ref_recvs: HashMap<(usize, i32, usize), String>,
     /// Control loops' `Merge`s, by (frame, location).
     control_loops: HashMap<(usize, usize), String>,
+    /// Data transfers into the root frame, for recv scheduling, with their
+    /// `_Recv`s' names.
+    root_transfers: Vec<Transfer>,
+    root_recvs: Vec<String>,
+    /// Index in `root_transfers`, by the name its readers read.
+    transfer_read_as: HashMap<String, usize>,
     options: PartitionOptions,
 }
 
@@ -400,6 +420,16 @@ impl Partitioner<'_> {
         if frame != 0 {
             let m = self.control_merge(frame, dl, d)?;
             recv.input.push(format!("^{m}"));
+        } else {
+            self.transfer_read_as
+                .insert(rname.clone(), self.root_transfers.len());
+            self.root_transfers.push(Transfer {
+                src,
+                port,
+                device: d,
+                readers: Vec::new(),
+            });
+            self.root_recvs.push(recv.name.clone());
         }
         self.extra.push((sl, send));
         self.extra.push((dl, recv));
@@ -533,11 +563,15 @@ impl Partitioner<'_> {
                         Status::internal("missing data edge").with_node(node.name())
                     })?;
                     let ordered = g.in_edges(id).any(|e| e.is_control());
-                    inputs.push(if self.refs[src] && ordered {
+                    let r = if self.refs[src] && ordered {
                         self.ref_recv_for(src, e.src_output, id, frame)?
                     } else {
                         self.recv_for(src, e.src_output, d, frame)?
-                    });
+                    };
+                    if let Some(&t) = self.transfer_read_as.get(&r) {
+                        self.root_transfers[t].readers.push(id);
+                    }
+                    inputs.push(r);
                 }
             }
             // Control inputs must follow data inputs.
@@ -545,10 +579,52 @@ impl Partitioner<'_> {
             def.input = inputs;
             self.out.per_device.entry(l).or_default().push(def);
         }
+        if self.options.recv_scheduling {
+            self.add_recv_waits();
+        }
         for (l, n) in std::mem::take(&mut self.extra) {
             self.out.per_device.entry(l).or_default().push(n);
         }
         Ok(self.out)
+    }
+
+    /// Makes the root frame's `_Recv`s wait as [`recv_schedule`] chooses: each
+    /// waits on a `ControlTrigger` (one per node waited for, on its device) run
+    /// after the chosen node.
+    fn add_recv_waits(&mut self) {
+        let g = self.g;
+        let picks = recv_schedule::schedule(
+            g,
+            &self.cf,
+            self.assignment,
+            self.location,
+            &self.root_transfers,
+        );
+        let index: HashMap<String, usize> = self
+            .extra
+            .iter()
+            .enumerate()
+            .map(|(i, (_, n))| (n.name.clone(), i))
+            .collect();
+        let mut triggers: HashMap<NodeId, String> = HashMap::new();
+        let recvs = std::mem::take(&mut self.root_recvs);
+        for (recv, x) in recvs.iter().zip(picks) {
+            let (Some(x), Some(&i)) = (x, index.get(recv)) else {
+                continue;
+            };
+            let trigger = triggers.entry(x).or_insert_with(|| {
+                let d = self.assignment[x];
+                let l = self.location[d];
+                let name = format!("{}/_recv_wait_{}", g.node(x).name(), self.tag(l));
+                let t = NodeDef::new(name.clone(), "ControlTrigger")
+                    .with_input(format!("^{}", g.node(x).name()))
+                    .with_device(self.devices[d].name.clone());
+                self.extra.push((l, t));
+                name
+            });
+            self.extra[i].1.input.push(format!("^{trigger}"));
+            self.out.scheduled_recvs += 1;
+        }
     }
 }
 
@@ -638,6 +714,9 @@ pub fn partition_by_location_with(
         out: Partitions::default(),
         extra: Vec::new(),
         recvs: HashMap::new(),
+        root_transfers: Vec::new(),
+        root_recvs: Vec::new(),
+        transfer_read_as: HashMap::new(),
         ref_recvs: HashMap::new(),
         ctrl_recvs: HashMap::new(),
         control_loops: HashMap::new(),
@@ -727,6 +806,7 @@ mod tests {
         assign[g.find(i.op().name()).unwrap()] = 0;
         let options = PartitionOptions {
             bfloat16_transfers: true,
+            ..Default::default()
         };
         let p = partition_with(&g, &assign, &devs(2), &options).unwrap();
         assert_eq!(p.transfers, 2);

@@ -20,7 +20,14 @@ fn estimated_elements(s: &Shape) -> f64 {
     }
 }
 
-fn node_cost(g: &Graph, id: usize, shapes: &[Vec<Shape>], opts: &PlacementOptions) -> f64 {
+/// Estimated nanoseconds of running node `id` (its output elements, a matrix
+/// product's multiply-adds).
+pub(crate) fn node_cost(
+    g: &Graph,
+    id: usize,
+    shapes: &[Vec<Shape>],
+    opts: &PlacementOptions,
+) -> f64 {
     let node = g.node(id);
     let out: f64 = shapes[id].iter().map(estimated_elements).sum();
     let work = match node.op() {
@@ -42,7 +49,8 @@ fn node_cost(g: &Graph, id: usize, shapes: &[Vec<Shape>], opts: &PlacementOption
     opts.ns_per_node + work * opts.ns_per_element
 }
 
-fn bytes_of(g: &Graph, id: usize, port: usize, shapes: &[Vec<Shape>]) -> f64 {
+/// Estimated bytes of output `port` of node `id`.
+pub(crate) fn bytes_of(g: &Graph, id: usize, port: usize, shapes: &[Vec<Shape>]) -> f64 {
     let d = g
         .node(id)
         .output_type(port)

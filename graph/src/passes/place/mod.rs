@@ -22,7 +22,7 @@
 //! is reported by [`Placement::check`] for the steps that need it.
 
 mod control_flow;
-mod cost;
+pub(crate) mod cost;
 mod groups;
 
 use std::collections::VecDeque;
