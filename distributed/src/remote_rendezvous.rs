@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use graph::tensor::memory::Charge;
 use graph::{Result, Status};
 use proto::tensorflow::RecvTensorRequest;
 use rendezvous::{
@@ -83,9 +84,12 @@ impl RemoteRendezvous {
         tensor_coding::accept_chunks(&mut req);
         let me = self.me.clone();
         let peers = Arc::clone(&self.peers);
+        // The `_Recv` kernel asks on its device's thread: the tensor that arrives
+        // is that device's memory.
+        let charge = Charge::current();
         let handle = self.peers.runtime().spawn(async move {
             let peer = task.to_string();
-            let r = match tensor_coding::recv_tensor(channel, &req, &peer).await {
+            let r = match tensor_coding::recv_tensor(channel, &req, &peer, charge).await {
                 Ok(v) => Ok(v),
                 Err(CallError::Status(s)) => Err(s.context(format!("From {task}"))),
                 Err(CallError::Transport(s)) => {

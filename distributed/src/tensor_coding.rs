@@ -30,6 +30,7 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use graph::tensor::buffer::{AlignedBufferBuilder, AllocError};
+use graph::tensor::memory::{Charge, ChargeScope};
 use graph::{Result, Status, Tensor};
 use http_body::Frame;
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
@@ -688,11 +689,14 @@ pub enum CallError {
 }
 
 /// One `RecvTensor` to the worker behind `channel`: the tensor (`None` when it
-/// is dead), decoded by [`ResponseDecoder`].
+/// is dead), decoded by [`ResponseDecoder`]. Its buffer is charged to `charge`
+/// (the receiving device's and step's counters, as TensorFlow allocates a
+/// received tensor with the receiving device's allocator).
 pub async fn recv_tensor(
     mut channel: Channel,
     request: &RecvTensorRequest,
     peer: &str,
+    charge: Option<Charge>,
 ) -> std::result::Result<Option<Tensor>, CallError> {
     let transport = |e: &dyn std::fmt::Display| {
         CallError::Transport(Status::unavailable(format!(
@@ -734,7 +738,10 @@ pub async fn recv_tensor(
             }
         })?;
         match frame.into_data() {
-            Ok(data) => decoder.push(data).map_err(CallError::Status)?,
+            Ok(data) => {
+                let _scope = charge.clone().map(ChargeScope::enter);
+                decoder.push(data).map_err(CallError::Status)?
+            }
             Err(frame) => {
                 if let Some(t) = frame.trailers_ref() {
                     match tonic::Status::from_header_map(t) {
@@ -749,6 +756,7 @@ pub async fn recv_tensor(
     if !trailers_ok {
         return Err(transport(&"the response ended without a gRPC status"));
     }
+    let _scope = charge.map(ChargeScope::enter);
     decoder.finish().map_err(CallError::Status)
 }
 

@@ -14,6 +14,7 @@
 
 pub mod checkpoint;
 pub mod optimize;
+pub mod recv_schedule;
 pub mod serving;
 pub mod workloads;
 

@@ -1051,6 +1051,31 @@ pub fn all() -> Vec<Workload> {
             setup: || dist_recv(true),
         },
         Workload {
+            name: "recv_sched_peak_mib",
+            unit: "MiB",
+            description: "task 0's peak per step: 8 x 4 MiB weights on task 1 read one per \
+                stage of a chain on task 0, enable_recv_scheduling on",
+            setup: || super::recv_schedule::peak_mib(true),
+        },
+        Workload {
+            name: "recv_sched_peak_mib_unscheduled",
+            unit: "MiB",
+            description: "recv_sched_peak_mib with enable_recv_scheduling off",
+            setup: || super::recv_schedule::peak_mib(false),
+        },
+        Workload {
+            name: "recv_sched_step_ms",
+            unit: "ms/step",
+            description: "the recv_sched_peak_mib model's step, enable_recv_scheduling on",
+            setup: || super::recv_schedule::step_ms(true),
+        },
+        Workload {
+            name: "recv_sched_step_ms_unscheduled",
+            unit: "ms/step",
+            description: "recv_sched_step_ms with enable_recv_scheduling off",
+            setup: || super::recv_schedule::step_ms(false),
+        },
+        Workload {
             name: "dist_mlp_sync_step_us",
             unit: "µs/step",
             description: "mlp_step_us with variables on a ps task, 2 worker replicas, sync",
@@ -1215,7 +1240,7 @@ fn csv_input_pipeline() -> Result<Box<dyn FnMut() -> Result<f64>>> {
 /// A cluster of `tasks` servers of job `worker` in this process, on free ports of
 /// 127.0.0.1 (tensors between them cross real gRPC connections), and the target of
 /// task 0's master.
-fn local_cluster(tasks: usize) -> Result<(Vec<Server>, String)> {
+pub fn local_cluster(tasks: usize) -> Result<(Vec<Server>, String)> {
     let io = |e: std::io::Error| Status::unavailable(format!("bench cluster: {e}"));
     let listeners = (0..tasks)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0").map_err(io))
