@@ -398,7 +398,7 @@ fn inspect_shows_ops_placement_and_partitions() {
         "  remapper: 7 -> 7 nodes (0 fused)",
         "placement (7 nodes in the step):",
         "device:CPU:1",
-        "partitions: 2 (2 Send/Recv pairs)",
+        "partitions: 2 (2 Send/Recv pairs, 0 receives scheduled)",
         "1 sends, 1 recvs",
     ] {
         assert!(text.contains(needle), "{needle:?} in\n{text}");
@@ -437,7 +437,52 @@ fn inspect_shows_ops_placement_and_partitions() {
         text.contains("graph ") && text.contains("1  MatMul"),
         "{text}"
     );
-    assert!(text.contains("partitions: 1 (0 Send/Recv pairs)"), "{text}");
+    assert!(
+        text.contains("partitions: 1 (0 Send/Recv pairs, 0 receives scheduled)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn inspect_counts_the_receives_recv_scheduling_delays() {
+    // The recv-scheduling workload's model on two devices of one process: the
+    // weights on CPU:1, the chain that reads one per stage on CPU:0.
+    let tmp = temp_dir("staged");
+    let dir = tmp.path();
+    let sc = Scope::new();
+    let model =
+        actorflow::bench::recv_schedule::staged_model(&sc, "/device:CPU:1", "/device:CPU:0")
+            .unwrap();
+    let path = dir.join("staged.json");
+    std::fs::write(&path, sc.graph_def().to_json().unwrap()).unwrap();
+    let inspect = |extra: &[&str]| {
+        let mut args = vec![
+            "inspect",
+            s(&path),
+            "--devices",
+            "2",
+            "--fetch",
+            &model.output,
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    let stages = actorflow::bench::recv_schedule::STAGES;
+    let off = inspect(&[]);
+    assert!(
+        off.contains(&format!("({stages} Send/Recv pairs, 0 receives scheduled)")),
+        "{off}"
+    );
+    // Every weight's receive but the first's (read 2.1 ms into the estimated
+    // step, sooner than its transfer and the prefetch margin allow) waits.
+    let on = inspect(&["--enable-recv-scheduling"]);
+    assert!(
+        on.contains(&format!(
+            "({stages} Send/Recv pairs, {} receives scheduled)",
+            stages - 1
+        )),
+        "{on}"
+    );
 }
 
 #[test]

@@ -38,10 +38,11 @@ pub struct StagedModel {
     pub output: String,
 }
 
-/// Builds the staged model in `s`; see the module docs.
-pub fn staged_model(s: &Scope) -> Result<StagedModel> {
-    let ps = s.with_device("/job:worker/task:1");
-    let chain = s.with_device("/job:worker/task:0");
+/// Builds the staged model in `s`, the weights on `weights_device` and the chain
+/// on `chain_device`; see the module docs.
+pub fn staged_model(s: &Scope, weights_device: &str, chain_device: &str) -> Result<StagedModel> {
+    let ps = s.with_device(weights_device);
+    let chain = s.with_device(chain_device);
     let mut weights = Vec::with_capacity(STAGES);
     for i in 0..STAGES {
         let v = ops::scalar(&ps, 0.01 * (i + 1) as f32)?;
@@ -71,7 +72,7 @@ pub fn staged_model(s: &Scope) -> Result<StagedModel> {
 pub fn staged_session(scheduled: bool) -> Result<(Vec<Server>, Session, StagedModel)> {
     let (servers, target) = local_cluster(2)?;
     let s = Scope::new();
-    let model = staged_model(&s)?;
+    let model = staged_model(&s, "/job:worker/task:1", "/job:worker/task:0")?;
     let options = SessionOptions::default().with_enable_recv_scheduling(scheduled);
     let sess = Session::connect(&target, &s.graph_def(), options)?;
     sess.run(&[], &[], &[&model.init])?;

@@ -215,9 +215,10 @@ pub fn main(args: &InspectArgs) -> Result<()> {
         }
     }
     println!(
-        "partitions: {} ({} Send/Recv pairs)",
+        "partitions: {} ({} Send/Recv pairs, {} receives scheduled)",
         step.partitions.len(),
-        step.transfers
+        step.transfers,
+        step.scheduled_recvs
     );
     let mut partition_graphs = Vec::new();
     for p in &step.partitions {

@@ -81,6 +81,10 @@ pub struct GraphArgs {
     /// RESOURCE_EXHAUSTED naming the node (default: the machine's memory).
     #[arg(long, value_name = "BYTES")]
     pub max_allocation_bytes: Option<usize>,
+    /// Start each cross-device receive as late as the step's estimated critical
+    /// path allows (TensorFlow's `GraphOptions.enable_recv_scheduling`).
+    #[arg(long)]
+    pub enable_recv_scheduling: bool,
     /// Run on a cluster: open the session on the master at this target
     /// (`grpc://host:port`, an `actorflow server` or a TensorFlow server) instead
     /// of in this process.
@@ -134,6 +138,7 @@ impl GraphArgs {
             .with_cpu_devices(usize::from(self.devices))
             .with_allow_soft_placement(self.soft_placement)
             .with_max_allocation_bytes(self.max_allocation_bytes)
+            .with_enable_recv_scheduling(self.enable_recv_scheduling)
     }
 
     /// Opens a session on `graph`.

@@ -99,6 +99,9 @@ pub struct CompiledStep {
     pub placement: Vec<(String, String)>,
     /// Send/Recv pairs inserted by partitioning.
     pub transfers: usize,
+    /// The `_Recv`s of those that recv scheduling made wait
+    /// ([`SessionOptions::enable_recv_scheduling`]).
+    pub scheduled_recvs: usize,
     /// A partial run's: for each fetch, the feeds (by index) it depends on, so
     /// that a fetch asked for before its feeds were given is an error, not a
     /// wait that never ends (TensorFlow's `CheckFetch`). Empty for a whole step.
@@ -502,6 +505,7 @@ impl SessionState {
             feeds: sg.feeds,
             placement,
             transfers: registered.transfers,
+            scheduled_recvs: registered.scheduled_recvs,
             fetch_feeds: if sig.partial {
                 fetch_feeds(&g)?
             } else {
