@@ -17,6 +17,13 @@ JSON object keyed by the figure names of ``actorflow bench`` on stdout::
   crosses as bfloat16; float32 MiB per second).
 - ``dist_recv_mib_s``: a 64 MiB float32 variable on task 1, read and summed on task 0
   every step (one ``RecvTensor`` of 64 MiB).
+- ``recv_sched_step_ms`` / ``recv_sched_step_ms_unscheduled``: eight 4 MiB float32
+  variables on task 1 (``w0``..``w7``), read one per stage by a chain on task 0 that
+  starts from a 4 MiB variable of its own (stage ``i``: four ``Tanh``, then ``+ w_i``),
+  summed; with ``GraphOptions.enable_recv_scheduling`` on and off. Milliseconds per
+  step. ``recv_sched_peak_mib[_unscheduled]``: the largest ``peak_bytes`` task 0's
+  CPU allocator reports in a traced step's ``StepStats`` (0 when TensorFlow's CPU
+  allocator keeps no statistics).
 - ``dist_mlp_sync_step_us``: the ``mlp_step_us`` MLP (784-256-10, batch 64, SGD 0.01)
   with its variables on a ``ps`` task and two ``worker`` replicas, between-graph (each
   worker's own graph under ``replica_device_setter`` and its own client thread and
@@ -176,6 +183,60 @@ def dist_recv(bfloat16=False):
     return rep, cleanup
 
 
+STAGES, STAGE_ELEMENTS, TANH_PER_STAGE = 8, 1 << 20, 4
+
+
+def recv_sched(scheduled, what):
+    cluster = Cluster()
+    g = tf.Graph()
+    with g.as_default():
+        weights = []
+        with tf.device("/job:worker/task:1"):
+            for i in range(STAGES):
+                init = tf.fill([STAGE_ELEMENTS], np.float32(0.01 * (i + 1)))
+                weights.append(tf1.Variable(init, use_resource=False, name="w%d" % i))
+        with tf.device("/job:worker/task:0"):
+            h = tf1.Variable(
+                tf.fill([STAGE_ELEMENTS], np.float32(0.5)), use_resource=False, name="start"
+            )
+            for w in weights:
+                for _ in range(TANH_PER_STAGE):
+                    h = tf.tanh(h)
+                h = h + w
+            total = tf.reduce_sum(h)
+        init = tf1.global_variables_initializer()
+    config = tf1.ConfigProto(graph_options=tf1.GraphOptions(enable_recv_scheduling=scheduled))
+    sess = tf1.Session(cluster.target, graph=g, config=config)
+    sess.run(init)
+
+    def call():
+        sess.run(total)
+
+    def step_ms():
+        return time_per_call(max(calibrate(REPETITION_S, call), 2), call) * 1e3
+
+    def peak_mib():
+        md = tf1.RunMetadata()
+        sess.run(
+            total,
+            options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+            run_metadata=md,
+        )
+        peak = 0
+        for dev in md.step_stats.dev_stats:
+            if "/task:0/" in dev.device:
+                for ns in dev.node_stats:
+                    for m in ns.memory:
+                        peak = max(peak, m.peak_bytes)
+        return peak / (1 << 20)
+
+    def cleanup():
+        sess.close()
+        cluster.close()
+
+    return (step_ms if what == "step" else peak_mib), cleanup
+
+
 MLP_BATCH, MLP_INPUT, MLP_HIDDEN, MLP_CLASSES = 64, 784, 256, 10
 SYNC_STEPS = 100
 
@@ -302,6 +363,10 @@ WORKLOADS = [
     ("dist_recv_mib_s", dist_recv),
     ("dist_recv_bf16_mib_s", lambda: dist_recv(bfloat16=True)),
     ("dist_mlp_sync_step_us", dist_mlp_sync),
+    ("recv_sched_peak_mib", lambda: recv_sched(True, "peak")),
+    ("recv_sched_peak_mib_unscheduled", lambda: recv_sched(False, "peak")),
+    ("recv_sched_step_ms", lambda: recv_sched(True, "step")),
+    ("recv_sched_step_ms_unscheduled", lambda: recv_sched(False, "step")),
 ]
 
 
