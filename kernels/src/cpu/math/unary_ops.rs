@@ -56,7 +56,12 @@ unary_fn!(Log1pFn, "`ln(1 + x)`, accurate near 0.", FloatOps, |x| x
 unary_fn!(SqrtFn, "Square root.", FloatOps, |x| x.sqrt());
 unary_fn!(RsqrtFn, "`1 / sqrt(x)`.", FloatOps, |x| T::one() / x.sqrt());
 unary_fn!(ReciprocalFn, "`1 / x`.", FloatOps, |x| T::one() / x);
-unary_fn!(TanhFn, "Hyperbolic tangent.", FloatOps, |x| x.tanh());
+unary_fn!(
+    TanhFn,
+    "Hyperbolic tangent, TensorFlow's bit for bit (`FloatOps::tf_tanh`).",
+    FloatOps,
+    |x| x.tf_tanh()
+);
 unary_fn!(SigmoidFn, "`1 / (1 + e^-x)`.", FloatOps, |x| T::one()
     / (T::one() + (-x).exp()));
 unary_fn!(SinFn, "Sine.", FloatOps, |x| x.sin());
