@@ -68,7 +68,7 @@
 //! With [`PartitionOptions::recv_scheduling`], a data `_Recv` of the root frame
 //! may wait, through a `ControlTrigger` named `{x}/_recv_wait_{at}` on the device
 //! of the node `x` it waits for, until `x` has run; which `x` (if any) is
-//! [`recv_schedule`](crate::passes::recv_schedule)'s choice.
+//! [`recv_schedule`]'s choice.
 //!
 //! **Two levels.** A location's piece is a plain graph whose nodes name their
 //! devices, and [`partition`] splits it by device again: the edges between devices
@@ -95,7 +95,7 @@ pub struct PartitionOptions {
     pub bfloat16_transfers: bool,
     /// Start each `_Recv` of the root frame as late as the step's estimated
     /// critical path allows (TensorFlow's `GraphOptions.enable_recv_scheduling`):
-    /// see [`recv_schedule`](crate::passes::recv_schedule). Callers leave it off
+    /// see [`recv_schedule`]. Callers leave it off
     /// for partial runs.
     pub recv_scheduling: bool,
 }

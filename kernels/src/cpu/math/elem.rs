@@ -82,13 +82,8 @@ macro_rules! horner {
 #[inline(always)]
 pub fn tanh_f32(a: f32) -> f32 {
     const CLAMP: f32 = 7.907_389_6;
-    let x = if a > CLAMP {
-        CLAMP
-    } else if a < -CLAMP {
-        -CLAMP
-    } else {
-        a
-    };
+    // NaN stays NaN.
+    let x = a.clamp(-CLAMP, CLAMP);
     let x2 = x * x;
     let p = horner!(x2; 1.394_553_6e-8f32, 2.102_733_6e-5, 0.003_520_756_7, 0.134_021_61);
     let q = horner!(x2; 8.015_777e-7f32, 0.000_332_695_14, 0.025_972_545, 0.467_354_83, 1.0);
@@ -101,13 +96,8 @@ pub fn tanh_f32(a: f32) -> f32 {
 #[inline(always)]
 pub fn tanh_f64(a: f64) -> f64 {
     const CLAMP: f64 = 17.714_196_154_005_176;
-    let x = if a > CLAMP {
-        CLAMP
-    } else if a < -CLAMP {
-        -CLAMP
-    } else {
-        a
-    };
+    // NaN stays NaN.
+    let x = a.clamp(-CLAMP, CLAMP);
     let x2 = x * x;
     let p = horner!(x2;
         2.615_800_786_048_223e-23f64, 7.653_486_226_874_932e-19, 3.130_948_823_138_668e-15,
