@@ -227,10 +227,8 @@ struct Partitioner<'a> {
     ref_recvs: HashMap<(usize, i32, usize), String>,
     /// Control loops' `Merge`s, by (frame, location).
     control_loops: HashMap<(usize, usize), String>,
-    /// Data transfers into the root frame, for recv scheduling, with their
-    /// `_Recv`s' names.
+    /// Data transfers into the root frame, for recv scheduling.
     root_transfers: Vec<Transfer>,
-    root_recvs: Vec<String>,
     /// Index in `root_transfers`, by the name its readers read.
     transfer_read_as: HashMap<String, usize>,
     options: PartitionOptions,
@@ -428,8 +426,8 @@ impl Partitioner<'_> {
                 port,
                 device: d,
                 readers: Vec::new(),
+                recv: recv.name.clone(),
             });
-            self.root_recvs.push(recv.name.clone());
         }
         self.extra.push((sl, send));
         self.extra.push((dl, recv));
@@ -607,9 +605,9 @@ impl Partitioner<'_> {
             .map(|(i, (_, n))| (n.name.clone(), i))
             .collect();
         let mut triggers: HashMap<NodeId, String> = HashMap::new();
-        let recvs = std::mem::take(&mut self.root_recvs);
-        for (recv, x) in recvs.iter().zip(picks) {
-            let (Some(x), Some(&i)) = (x, index.get(recv)) else {
+        let transfers = std::mem::take(&mut self.root_transfers);
+        for (t, x) in transfers.iter().zip(picks) {
+            let (Some(x), Some(&i)) = (x, index.get(&t.recv)) else {
                 continue;
             };
             let trigger = triggers.entry(x).or_insert_with(|| {
@@ -715,7 +713,6 @@ pub fn partition_by_location_with(
         extra: Vec::new(),
         recvs: HashMap::new(),
         root_transfers: Vec::new(),
-        root_recvs: Vec::new(),
         transfer_read_as: HashMap::new(),
         ref_recvs: HashMap::new(),
         ctrl_recvs: HashMap::new(),
@@ -726,13 +723,14 @@ pub fn partition_by_location_with(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::builder::{while_loop, Operation, Output, Scope, WhileOptions};
     use crate::passes::place::{place, KernelSupport, PlacementOptions};
     use crate::{ops, AttrValue, DeviceName, GraphDef, OpRegistry};
 
-    fn devs(n: usize) -> Vec<PartitionDevice> {
+    /// `n` CPU devices of one task, for partitioning tests.
+    pub(crate) fn devs(n: usize) -> Vec<PartitionDevice> {
         (0..n)
             .map(|i| PartitionDevice {
                 name: format!("/job:localhost/replica:0/task:0/device:CPU:{i}"),

@@ -66,6 +66,8 @@ pub(crate) struct Transfer {
     pub device: usize,
     /// The nodes that read the received value.
     pub readers: Vec<NodeId>,
+    /// The `_Recv`'s name.
+    pub recv: String,
 }
 
 /// Op names of kernels that may wait for another node of the same step through
@@ -248,21 +250,13 @@ mod tests {
 
     use crate::builder::{while_loop, Output, Scope, WhileOptions};
     use crate::ops::{self, QueueOptions};
-    use crate::passes::partition::{partition_with, PartitionDevice, PartitionOptions, Partitions};
+    use crate::passes::partition::tests::devs;
+    use crate::passes::partition::{partition_with, PartitionOptions, Partitions};
     use crate::{DType, Graph, GraphDef, NodeDef, OpRegistry};
 
     const STAGES: usize = 4;
     const TANH_PER_STAGE: usize = 8;
     const ELEMENTS: i64 = 1 << 16;
-
-    fn devs(n: usize) -> Vec<PartitionDevice> {
-        (0..n)
-            .map(|i| PartitionDevice {
-                name: format!("/job:localhost/replica:0/task:0/device:CPU:{i}"),
-                incarnation: 7 + i as u64,
-            })
-            .collect()
-    }
 
     fn scheduling() -> PartitionOptions {
         PartitionOptions {
