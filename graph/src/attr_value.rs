@@ -1,7 +1,7 @@
 //! [`AttrValue`]: the value of a node attribute (TensorFlow's `AttrValue` proto), and
 //! [`FromAttr`], the typed read of one.
 
-use std::collections::BTreeMap;
+use crate::AttrMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ pub struct NameAttrList {
     pub name: String,
     /// Its attributes.
     #[serde(default)]
-    pub attr: BTreeMap<String, AttrValue>,
+    pub attr: AttrMap,
 }
 
 /// A list attribute. TensorFlow keeps one repeated field per kind; a list uses one of
@@ -209,7 +209,7 @@ from_attr! {
 
 /// Reads attribute `name` of `attrs` as `T`; `InvalidArgument` naming the attribute
 /// when it is missing or of another kind.
-pub fn get_attr<T: FromAttr>(attrs: &BTreeMap<String, AttrValue>, name: &str) -> Result<T> {
+pub fn get_attr<T: FromAttr>(attrs: &AttrMap, name: &str) -> Result<T> {
     let v = attrs
         .get(name)
         .ok_or_else(|| Status::invalid_argument(format!("missing attr '{name}'")))?;
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn typed_reads_and_kind_errors() {
-        let mut m = BTreeMap::new();
+        let mut m = AttrMap::new();
         m.insert("T".to_string(), AttrValue::from(DType::F32));
         m.insert("axes".to_string(), AttrValue::from(vec![1i64, 2]));
         assert_eq!(get_attr::<DType>(&m, "T").unwrap(), DType::F32);

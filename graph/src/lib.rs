@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod attr_map;
 pub mod attr_value;
 pub mod builder;
 pub mod device;
@@ -31,6 +32,7 @@ pub mod status;
 pub mod tensor;
 pub mod train;
 
+pub use attr_map::AttrMap;
 pub use attr_value::{AttrValue, FromAttr, ListValue, NameAttrList};
 pub use device::DeviceName;
 pub use dtype::{DType, DataType};

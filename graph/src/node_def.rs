@@ -2,7 +2,7 @@
 //! (`node_def.proto`, `graph.proto`), and [`TensorId`], the parsed form of an input
 //! string (`name`, `name:port`, `^name`).
 
-use std::collections::BTreeMap;
+use crate::AttrMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -24,8 +24,8 @@ pub struct NodeDef {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub device: String,
     /// Attributes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub attr: BTreeMap<String, AttrValue>,
+    #[serde(default, skip_serializing_if = "AttrMap::is_empty")]
+    pub attr: AttrMap,
 }
 
 impl NodeDef {

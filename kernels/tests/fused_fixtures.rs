@@ -16,9 +16,7 @@ extern crate actorflow_kernels as kernels;
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use graph::{AttrValue, DType, NodeDef, Tensor};
+use graph::{AttrMap, AttrValue, DType, NodeDef, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -30,7 +28,7 @@ struct File {
 #[derive(Deserialize)]
 struct Case {
     name: String,
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     /// `[a, b, [args...]]` (`[input, filter, [args...]]`).
     inputs: (Value, Value, Vec<Value>),
     #[serde(default)]
@@ -49,7 +47,7 @@ struct Case {
 
 /// An `op` node (`_FusedMatMul` or `_FusedConv2D`) of type `t` over inputs
 /// named `a`, `b`, `arg0`, … of types `args` (`_FusedConv2D`'s `TArgs`).
-fn node(op: &str, attrs: &BTreeMap<String, AttrValue>, t: DType, args: &[DType]) -> NodeDef {
+fn node(op: &str, attrs: &AttrMap, t: DType, args: &[DType]) -> NodeDef {
     let mut n = NodeDef::new("fused", op)
         .with_input("a")
         .with_input("b")
@@ -210,7 +208,7 @@ fn large_products_equal_the_unfused_kernels() {
                 let alpha = act_attrs
                     .first()
                     .map_or(AttrValue::F(0.2), |(_, v)| v.clone());
-                let attrs: BTreeMap<String, AttrValue> = [
+                let attrs: AttrMap = [
                     ("transpose_a", AttrValue::B(ta)),
                     ("transpose_b", AttrValue::B(tb)),
                     ("num_args", AttrValue::I(1)),
@@ -323,7 +321,7 @@ fn large_convolutions_equal_the_unfused_kernels() {
                     } else {
                         vec![bias.clone()]
                     };
-                    let mut attrs: BTreeMap<String, AttrValue> = [
+                    let mut attrs: AttrMap = [
                         ("num_args", AttrValue::I(args.len() as i64)),
                         ("leakyrelu_alpha", alpha),
                         ("epsilon", AttrValue::F(0.001)),

@@ -12,11 +12,10 @@ extern crate actorflow_kernels as kernels;
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use graph::{AttrValue, DType, Tensor};
+use graph::{AttrMap, AttrValue, DType, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -29,7 +28,7 @@ struct File {
 struct Case {
     name: String,
     op: String,
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     inputs: Vec<Value>,
     #[serde(default)]
     outputs: Vec<Value>,

@@ -9,10 +9,9 @@ extern crate actorflow_kernels as kernels;
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use graph::{AttrValue, NodeDef, OpRegistry, Tensor};
+use graph::{AttrMap, AttrValue, NodeDef, OpRegistry, Tensor};
 use kernels::testutil::{test_device, test_step};
 use kernels::{
     Entry, KernelRegistry, OpKernel, OpKernelConstruction, OpKernelContext, Outputs, StepContext,
@@ -29,7 +28,7 @@ struct File {
 struct Case {
     name: String,
     op: String,
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     inputs: Vec<Value>,
     draws: Vec<Value>,
 }

@@ -19,10 +19,9 @@ mod common;
 #[path = "common/tf_cases.rs"]
 mod tf_cases;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use graph::{AttrValue, NodeDef, Tensor};
+use graph::{AttrMap, AttrValue, NodeDef, Tensor};
 use kernels::testutil::{run_node_in, test_device, test_step};
 use kernels::Entry;
 use serde::Deserialize;
@@ -67,7 +66,7 @@ struct Step {
     op: String,
     inputs: Vec<Value>,
     #[serde(default)]
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     #[serde(default)]
     outputs: Vec<Value>,
     #[serde(default)]

@@ -5,11 +5,10 @@
 //! (`kernels/tests/fixtures/model_ops.json`, "grads", written by
 //! `gen_model_ops.py`). Also hash tables and hash buckets run in a session.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use actorflow::graph::gradients::gradients;
-use actorflow::graph::AttrValue;
+use actorflow::graph::AttrMap;
 use actorflow::{ops, DType, Output, Result, Scope, Shape, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -177,7 +176,7 @@ struct GradCase {
     name: String,
     op: String,
     #[serde(default)]
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     inputs: Vec<Value>,
     diff: Vec<usize>,
     ys: Vec<usize>,

@@ -276,9 +276,12 @@ impl OpBuilder {
             }
         }
         if let Some(loc) = scope.colocation() {
-            def.attr
-                .entry("_class".into())
-                .or_insert_with(|| AttrValue::from(vec![format!("loc:@{loc}")]));
+            if !def.attr.contains_key("_class") {
+                def.attr.insert(
+                    "_class".into(),
+                    AttrValue::from(vec![format!("loc:@{loc}")]),
+                );
+            }
         }
         scope.add_node(def)
     }
@@ -297,7 +300,7 @@ fn infer_type_attrs(
     arg: &str,
 ) -> Result<()> {
     let mut set = |k: &str, v: AttrValue| {
-        def.attr.entry(k.to_owned()).or_insert(v);
+        def.attr.get_or_insert(k, v);
     };
     match ty {
         ArgType::Single(e) => {

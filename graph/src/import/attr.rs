@@ -4,7 +4,7 @@
 //! tensors convert as in [`super::tensor`], and function references keep their
 //! nested attributes. An `AttrValue` with no member set is an error.
 
-use std::collections::BTreeMap;
+use crate::AttrMap;
 
 use super::tensor::{
     dtype_from_proto, shape_from_proto, shape_to_proto, tensor_from_proto_limited, tensor_to_proto,
@@ -43,7 +43,7 @@ pub fn attr_from_proto(p: &pb::AttrValue, max_tensor_bytes: usize) -> Result<Att
 }
 
 fn func_from_proto(f: &pb::NameAttrList, max_tensor_bytes: usize) -> Result<NameAttrList> {
-    let mut attr = BTreeMap::new();
+    let mut attr = AttrMap::new();
     for (k, v) in &f.attr {
         let a = attr_from_proto(v, max_tensor_bytes)
             .map_err(|e| e.context(format_args!("attr '{k}' of function '{}'", f.name)))?;
@@ -167,7 +167,7 @@ mod tests {
             tensor: vec![Tensor::scalar(1u8)],
             func: vec![NameAttrList {
                 name: "f".into(),
-                attr: BTreeMap::from([("T".into(), AttrValue::Type(DType::F32))]),
+                attr: AttrMap::from([("T".into(), AttrValue::Type(DType::F32))]),
             }],
             ..Default::default()
         }));
@@ -192,7 +192,7 @@ mod tests {
         );
         let nested = pb::NameAttrList {
             name: "f".into(),
-            attr: BTreeMap::from([("x".into(), mk(K::Type(0)))]),
+            attr: std::collections::BTreeMap::from([("x".into(), mk(K::Type(0)))]),
         };
         let e = attr_from_proto(&mk(K::Func(nested)), lim).unwrap_err();
         assert!(e.message().contains("attr 'x' of function 'f'"), "{e}");
@@ -202,12 +202,12 @@ mod tests {
     fn finds_referenced_functions() {
         let a = AttrValue::Func(NameAttrList {
             name: "outer".into(),
-            attr: BTreeMap::from([(
+            attr: AttrMap::from([(
                 "g".into(),
                 AttrValue::List(ListValue {
                     func: vec![NameAttrList {
                         name: "inner".into(),
-                        attr: BTreeMap::new(),
+                        attr: AttrMap::new(),
                     }],
                     ..Default::default()
                 }),

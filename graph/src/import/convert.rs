@@ -12,7 +12,7 @@
 //! needs them. The library's function names are returned for validation.
 //! Exporting is the reverse and cannot fail.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use super::attr::{attr_from_proto, attr_to_proto};
 use super::validate::Problems;
@@ -87,7 +87,7 @@ pub(crate) fn node_from_proto(
     mut bad_attr: impl FnMut(&str, Status),
 ) -> NodeDef {
     let is_call = inline::CALL_OPS.contains(&n.op.as_str());
-    let mut attr = BTreeMap::new();
+    let mut attr = crate::AttrMap::new();
     for (k, v) in &n.attr {
         if k == OUTPUT_SHAPES_ATTR || (is_call && !CALL_ATTRS.contains(&k.as_str())) {
             continue;

@@ -16,7 +16,7 @@ pub mod parse;
 pub mod registry;
 pub mod shape_fn;
 
-use std::collections::BTreeMap;
+use crate::AttrMap;
 use std::fmt;
 
 use smallvec::SmallVec;
@@ -234,7 +234,7 @@ impl OpDef {
     /// Resolves the input and output types from attribute values; `InvalidArgument`
     /// when a count is not a valid `int` or the node would have more than
     /// [`MAX_ARITY`] inputs or outputs (checked before anything is allocated).
-    pub fn signature(&self, attrs: &BTreeMap<String, AttrValue>) -> Result<NodeSignature> {
+    pub fn signature(&self, attrs: &AttrMap) -> Result<NodeSignature> {
         let mut sig = NodeSignature::default();
         sig.inputs.reserve(args_count(&self.inputs, attrs)?);
         sig.outputs.reserve(args_count(&self.outputs, attrs)?);
@@ -248,29 +248,17 @@ impl OpDef {
     }
 
     /// The range of flat input indices of input argument `name`.
-    pub fn input_range(
-        &self,
-        attrs: &BTreeMap<String, AttrValue>,
-        name: &str,
-    ) -> Result<std::ops::Range<usize>> {
+    pub fn input_range(&self, attrs: &AttrMap, name: &str) -> Result<std::ops::Range<usize>> {
         arg_range(&self.inputs, attrs, name)
     }
 
     /// The range of flat output indices of output argument `name`.
-    pub fn output_range(
-        &self,
-        attrs: &BTreeMap<String, AttrValue>,
-        name: &str,
-    ) -> Result<std::ops::Range<usize>> {
+    pub fn output_range(&self, attrs: &AttrMap, name: &str) -> Result<std::ops::Range<usize>> {
         arg_range(&self.outputs, attrs, name)
     }
 }
 
-fn arg_range(
-    args: &[ArgDef],
-    attrs: &BTreeMap<String, AttrValue>,
-    name: &str,
-) -> Result<std::ops::Range<usize>> {
+fn arg_range(args: &[ArgDef], attrs: &AttrMap, name: &str) -> Result<std::ops::Range<usize>> {
     let mut start = 0usize;
     for a in args {
         let n = arg_count(a, attrs)?;
@@ -284,7 +272,7 @@ fn arg_range(
     )))
 }
 
-fn elem_dtype(e: &ElemType, attrs: &BTreeMap<String, AttrValue>) -> Result<DType> {
+fn elem_dtype(e: &ElemType, attrs: &AttrMap) -> Result<DType> {
     match e {
         ElemType::Fixed(d) => Ok(*d),
         ElemType::Attr(a) => match attrs.get(a) {
@@ -299,7 +287,7 @@ fn elem_dtype(e: &ElemType, attrs: &BTreeMap<String, AttrValue>) -> Result<DType
 }
 
 /// The count held by `number_attr`: a non-negative `int` of at most [`MAX_ARITY`].
-fn repeat_count(number_attr: &str, attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+fn repeat_count(number_attr: &str, attrs: &AttrMap) -> Result<usize> {
     match attrs.get(number_attr) {
         Some(AttrValue::I(n)) => match usize::try_from(*n) {
             Ok(n) if n <= MAX_ARITY => Ok(n),
@@ -320,7 +308,7 @@ fn repeat_count(number_attr: &str, attrs: &BTreeMap<String, AttrValue>) -> Resul
 }
 
 /// How many tensors argument `a` stands for, without allocating anything.
-fn arg_count(a: &ArgDef, attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+fn arg_count(a: &ArgDef, attrs: &AttrMap) -> Result<usize> {
     match &a.ty {
         ArgType::Single(_) => Ok(1),
         ArgType::Repeated { number_attr, .. } => repeat_count(number_attr, attrs),
@@ -336,7 +324,7 @@ fn arg_count(a: &ArgDef, attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
 }
 
 /// How many tensors `args` stand for together: at most [`MAX_ARITY`].
-fn args_count(args: &[ArgDef], attrs: &BTreeMap<String, AttrValue>) -> Result<usize> {
+fn args_count(args: &[ArgDef], attrs: &AttrMap) -> Result<usize> {
     let mut total = 0usize;
     for a in args {
         total = total.saturating_add(arg_count(a, attrs)?);
@@ -349,11 +337,7 @@ fn args_count(args: &[ArgDef], attrs: &BTreeMap<String, AttrValue>) -> Result<us
     Ok(total)
 }
 
-fn expand_arg(
-    a: &ArgDef,
-    attrs: &BTreeMap<String, AttrValue>,
-    out: &mut SmallVec<[DataType; 4]>,
-) -> Result<()> {
+fn expand_arg(a: &ArgDef, attrs: &AttrMap, out: &mut SmallVec<[DataType; 4]>) -> Result<()> {
     let mk = |d: DType| DataType {
         dtype: d,
         is_ref: a.is_ref,

@@ -19,10 +19,9 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use graph::{AttrValue, DType, Tensor};
+use graph::{AttrMap, AttrValue, DType, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -38,7 +37,7 @@ pub struct Case {
     pub name: String,
     pub op: String,
     #[serde(default)]
-    pub attrs: BTreeMap<String, AttrValue>,
+    pub attrs: AttrMap,
     pub inputs: Vec<Value>,
     #[serde(default)]
     pub outputs: Vec<Value>,

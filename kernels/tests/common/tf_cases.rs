@@ -14,11 +14,10 @@
 //!
 //! Every failing case is listed at once.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use graph::builder::Scope;
-use graph::{ops, AttrValue, DType, NodeDef, Shape, Tensor};
+use graph::{ops, AttrMap, DType, NodeDef, Shape, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -40,7 +39,7 @@ pub struct ShapeCase {
     name: String,
     op: String,
     #[serde(default)]
-    attrs: BTreeMap<String, AttrValue>,
+    attrs: AttrMap,
     inputs: Vec<Value>,
     #[serde(default)]
     list: bool,

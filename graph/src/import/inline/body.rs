@@ -17,7 +17,8 @@
 //!
 //! A reference to anything else is an error naming the body node.
 
-use std::collections::{BTreeMap, HashMap};
+use crate::AttrMap;
+use std::collections::HashMap;
 use std::ops::Range;
 
 use super::library::{arg_dtypes, Function, CALL_OPS};
@@ -34,7 +35,7 @@ pub(super) struct Call<'a> {
     /// The call node's device.
     pub device: &'a str,
     /// The attributes placeholders are bound from.
-    pub attrs: &'a BTreeMap<String, AttrValue>,
+    pub attrs: &'a AttrMap,
     /// Each input argument's name and the graph tensors it stands for.
     pub args: Vec<(String, Vec<String>)>,
     /// The node every input-less body node waits for (nested calls included),
@@ -88,7 +89,7 @@ pub(super) fn copy_body<'a>(
     // Bind placeholders first: output layouts depend on the bound attributes.
     let mut bound = Vec::with_capacity(f.body.len());
     for n in &f.body {
-        let mut attr = BTreeMap::new();
+        let mut attr = AttrMap::new();
         for (k, v) in &n.attr {
             let v = bind(v, call.attrs).map_err(|p| {
                 err(
@@ -197,12 +198,9 @@ pub(super) fn copy_body<'a>(
 
 /// `v` with every placeholder replaced by the attribute it names (in nested
 /// function attributes too); the first unbound placeholder's name otherwise.
-fn bind(
-    v: &AttrValue,
-    attrs: &BTreeMap<String, AttrValue>,
-) -> std::result::Result<AttrValue, String> {
+fn bind(v: &AttrValue, attrs: &AttrMap) -> std::result::Result<AttrValue, String> {
     let bind_func = |f: &crate::NameAttrList| -> std::result::Result<crate::NameAttrList, String> {
-        let mut attr = BTreeMap::new();
+        let mut attr = AttrMap::new();
         for (k, v) in &f.attr {
             attr.insert(k.clone(), bind(v, attrs)?);
         }
@@ -247,7 +245,7 @@ fn device(own: &str, caller: &str, caller_parsed: Option<&DeviceName>) -> String
 /// and end.
 fn output_layout<'a>(
     op: &str,
-    attrs: &BTreeMap<String, AttrValue>,
+    attrs: &AttrMap,
     registry: &OpRegistry,
     signature: &dyn Fn(&str) -> Option<&'a pb::OpDef>,
 ) -> Result<Layout> {

@@ -8,6 +8,7 @@
 //! (gradients, a SavedModel's restore functions) cost nothing and cannot fail the
 //! import. `GradientDef`s are not read.
 
+use crate::AttrMap;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -28,7 +29,7 @@ pub(super) struct Function {
     /// The signature: name, arguments, attributes.
     pub sig: pb::OpDef,
     /// The defaults of the signature's attributes, converted.
-    pub attr_defaults: BTreeMap<String, AttrValue>,
+    pub attr_defaults: AttrMap,
     /// The body: attributes converted (placeholders unbound), inputs in the
     /// function form (`arg`, `node:out:i`, `^node`), devices cleared when the
     /// import options say so.
@@ -45,7 +46,7 @@ pub(super) struct CallTarget {
     pub name: String,
     /// The attributes the function is instantiated with: `f`'s attributes for a
     /// call op, the node's own for a node whose op is the function.
-    pub attrs: BTreeMap<String, AttrValue>,
+    pub attrs: AttrMap,
     /// For a call op, its `Tin` and `Tout` (what it says the signature is).
     pub declared: Option<(Vec<DType>, Vec<DType>)>,
 }
@@ -199,7 +200,7 @@ impl<'a> Library<'a> {
 fn convert(def: &pb::FunctionDef, opts: &ImportOptions) -> Result<Function> {
     let sig = def.signature.clone().unwrap_or_default();
     let mut bad = vec![];
-    let mut attr_defaults = BTreeMap::new();
+    let mut attr_defaults = AttrMap::new();
     for a in &sig.attr {
         if let Some(d) = &a.default_value {
             match attr_from_proto(d, opts.max_tensor_bytes) {
@@ -244,10 +245,7 @@ fn convert(def: &pb::FunctionDef, opts: &ImportOptions) -> Result<Function> {
 /// argument, `number_attr` of one type, or one per entry of `type_list_attr`
 /// (TensorFlow's `ArgNumType`). An attribute missing or of the wrong kind, or a
 /// count over [`MAX_ARITY`], is `InvalidArgument`.
-pub(super) fn arg_dtypes(
-    args: &[pb::ArgDef],
-    attrs: &BTreeMap<String, AttrValue>,
-) -> Result<Vec<Vec<DType>>> {
+pub(super) fn arg_dtypes(args: &[pb::ArgDef], attrs: &AttrMap) -> Result<Vec<Vec<DType>>> {
     let mut total = 0usize;
     let mut out = Vec::with_capacity(args.len());
     for a in args {

@@ -34,7 +34,7 @@
 //! is `Unimplemented`. Names another node already has get a suffix
 //! (`w/enter_0_1`), as TensorFlow's `Graph::NewName` gives one.
 
-use std::collections::BTreeMap;
+use crate::AttrMap;
 
 use crate::{AttrValue, DType, NameAttrList, NodeDef, Result, Status};
 
@@ -99,7 +99,7 @@ fn node(n: &NodeDef, name: String, op: &str, input: Vec<String>) -> NodeDef {
         op: op.to_owned(),
         input,
         device: n.device.clone(),
-        attr: BTreeMap::new(),
+        attr: AttrMap::new(),
     }
 }
 

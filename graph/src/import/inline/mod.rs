@@ -66,7 +66,8 @@ mod lower;
 
 pub(crate) use library::CALL_OPS;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::AttrMap;
+use std::collections::{HashMap, HashSet};
 
 use body::{copy_body, Call, NodeError};
 use library::{arg_dtypes, Library};
@@ -257,7 +258,9 @@ impl Inliner<'_, '_> {
         };
         let mut attrs = target.attrs;
         for (k, v) in &f.attr_defaults {
-            attrs.entry(k.clone()).or_insert_with(|| v.clone());
+            if !attrs.contains_key(k) {
+                attrs.insert(k.clone(), v.clone());
+            }
         }
         let types = arg_dtypes(&f.sig.input_arg, &attrs)
             .and_then(|i| Ok((i, arg_dtypes(&f.sig.output_arg, &attrs)?)));
@@ -289,7 +292,7 @@ impl Inliner<'_, '_> {
         &mut self,
         call: NodeDef,
         f: &library::Function,
-        attrs: &BTreeMap<String, AttrValue>,
+        attrs: &AttrMap,
         in_types: &[Vec<DType>],
         out_types: &[DType],
     ) -> Option<bool> {
@@ -301,7 +304,7 @@ impl Inliner<'_, '_> {
             op: "NoOp".into(),
             input: deps.iter().map(|d| format!("^{d}")).collect(),
             device: call.device.clone(),
-            attr: BTreeMap::new(),
+            attr: AttrMap::new(),
         };
         let identity = |name: String, input: String, t: DType, dep: Option<&String>, device| {
             let mut input = vec![input];
@@ -311,7 +314,7 @@ impl Inliner<'_, '_> {
                 op: "Identity".into(),
                 input,
                 device,
-                attr: BTreeMap::from([("T".to_owned(), AttrValue::Type(t))]),
+                attr: AttrMap::from([("T".to_owned(), AttrValue::Type(t))]),
             }
         };
         // Inputs.
@@ -428,7 +431,7 @@ impl Inliner<'_, '_> {
                 op: "IdentityN".into(),
                 input: outputs.clone(),
                 device: call.device.clone(),
-                attr: BTreeMap::from([("T".to_owned(), AttrValue::from(out_types))]),
+                attr: AttrMap::from([("T".to_owned(), AttrValue::from(out_types))]),
             }
         };
         self.push(stand_in);
