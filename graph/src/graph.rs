@@ -111,19 +111,47 @@ impl Graph {
         Ok(g)
     }
 
+    /// [`from_graph_def`](Self::from_graph_def) of nodes the caller gives up: they
+    /// become the graph's without a copy.
+    pub fn from_nodes(nodes: Vec<NodeDef>, registry: &OpRegistry) -> Result<Graph> {
+        let mut g = Graph::new();
+        g.nodes.reserve_exact(nodes.len());
+        g.by_name.reserve(nodes.len());
+        g.extend_in_place(nodes, registry)?;
+        Ok(g)
+    }
+
     /// Adds nodes whose inputs name nodes already present or among `defs`. On error
     /// the graph is unchanged.
     pub fn extend(&mut self, defs: &[NodeDef], registry: &OpRegistry) -> Result<()> {
-        let mut staged = self.clone();
-        staged.extend_in_place(defs, registry)?;
-        *self = staged;
-        Ok(())
+        let (nodes, edges) = (self.nodes.len(), self.edges.len());
+        self.extend_in_place(defs.iter().cloned(), registry)
+            .inspect_err(|_| self.truncate(nodes, edges))
     }
 
-    fn extend_in_place(&mut self, defs: &[NodeDef], registry: &OpRegistry) -> Result<()> {
+    /// Takes the graph back to its first `nodes` nodes and `edges` edges, undoing
+    /// an extension that failed (the nodes it added are the last ones, their edges
+    /// the last edges, pushed last onto their sources' out-edge lists).
+    fn truncate(&mut self, nodes: usize, edges: usize) {
+        for n in self.nodes.drain(nodes..) {
+            self.by_name.remove(&n.def.name);
+        }
+        for e in self.edges.drain(edges..) {
+            if let Some(src) = self.nodes.get_mut(e.src) {
+                while src.out_edges.last().is_some_and(|&x| x >= edges) {
+                    src.out_edges.pop();
+                }
+            }
+        }
+    }
+
+    fn extend_in_place(
+        &mut self,
+        defs: impl IntoIterator<Item = NodeDef>,
+        registry: &OpRegistry,
+    ) -> Result<()> {
         let first = self.nodes.len();
-        for d in defs {
-            let mut def = d.clone();
+        for mut def in defs {
             if def.name.is_empty() {
                 return Err(Status::invalid_argument("a node has an empty name"));
             }
@@ -149,24 +177,38 @@ impl Graph {
             });
         }
         for id in first..self.nodes.len() {
-            let inputs = self.nodes[id].def.input.clone();
-            let mut data_index = 0;
-            for s in &inputs {
-                let t = TensorId::parse(s).map_err(|e| e.with_node(self.nodes[id].name()))?;
-                let src = self.find(t.node).ok_or_else(|| {
-                    Status::invalid_argument(format!("input '{s}' names no node in the graph"))
-                        .with_node(self.nodes[id].name())
-                })?;
-                if t.is_control() {
-                    self.add_edge(src, CONTROL_PORT, id, CONTROL_PORT);
-                    continue;
-                }
-                let in_t = self.nodes[id].sig.inputs[data_index];
-                let name = self.nodes[id].def.name.clone();
-                self.check_edge_type(src, t.port, &name, data_index, in_t, s)?;
-                self.add_edge(src, t.port, id, data_index as i32);
-                data_index += 1;
+            let inputs = std::mem::take(&mut self.nodes[id].def.input);
+            let linked = self.link_inputs(id, &inputs);
+            self.nodes[id].def.input = inputs;
+            linked?;
+        }
+        Ok(())
+    }
+
+    /// Adds the edges into node `id` that its `inputs` name.
+    fn link_inputs(&mut self, id: NodeId, inputs: &[String]) -> Result<()> {
+        let mut data_index = 0;
+        self.nodes[id].in_edges.reserve_exact(inputs.len());
+        for s in inputs {
+            let t = TensorId::parse(s).map_err(|e| e.with_node(self.nodes[id].name()))?;
+            let src = self.find(t.node).ok_or_else(|| {
+                Status::invalid_argument(format!("input '{s}' names no node in the graph"))
+                    .with_node(self.nodes[id].name())
+            })?;
+            if t.is_control() {
+                self.add_edge(src, CONTROL_PORT, id, CONTROL_PORT);
+                continue;
             }
+            let Some(&in_t) = self.nodes[id].sig.inputs.get(data_index) else {
+                return Err(Status::invalid_argument(format!(
+                    "input '{s}' is past the node's {} data inputs",
+                    self.nodes[id].sig.inputs.len()
+                ))
+                .with_node(self.nodes[id].name()));
+            };
+            self.check_edge_type(src, t.port, self.nodes[id].name(), data_index, in_t, s)?;
+            self.add_edge(src, t.port, id, data_index as i32);
+            data_index += 1;
         }
         Ok(())
     }
@@ -407,6 +449,20 @@ impl Graph {
             ..Default::default()
         }
     }
+
+    /// [`to_graph_def`](Self::to_graph_def), giving the nodes up instead of
+    /// copying them.
+    pub fn into_graph_def(self) -> GraphDef {
+        GraphDef {
+            node: self.into_nodes(),
+            ..Default::default()
+        }
+    }
+
+    /// The nodes' definitions, in id order, given up.
+    pub fn into_nodes(self) -> Vec<NodeDef> {
+        self.nodes.into_iter().map(|n| n.def).collect()
+    }
 }
 
 #[cfg(test)]
@@ -499,6 +555,27 @@ mod tests {
     }
 
     #[test]
+    fn from_nodes_equals_from_graph_def() {
+        let nodes = vec![add("s", "a", "b:0"), c("a", 1.0), c("b", 2.0)];
+        let reg = OpRegistry::global();
+        let g1 = Graph::from_graph_def(
+            &GraphDef {
+                node: nodes.clone(),
+                ..Default::default()
+            },
+            reg,
+        )
+        .unwrap();
+        let g2 = Graph::from_nodes(nodes, reg).unwrap();
+        assert_eq!(g1.edges(), g2.edges());
+        assert_eq!(g1.to_graph_def(), g2.clone().into_graph_def());
+        assert_eq!(
+            g2.into_nodes()[0].attr["T"],
+            crate::AttrValue::Type(DType::F32)
+        );
+    }
+
+    #[test]
     fn failed_extend_leaves_graph_unchanged() {
         let reg = OpRegistry::global();
         let mut g = Graph::from_graph_def(
@@ -514,7 +591,13 @@ mod tests {
             .is_err());
         assert_eq!(g.num_nodes(), 1);
         assert!(g.find("b").is_none());
+        // `s`'s first input linked an edge out of `a` before the second failed.
+        assert_eq!(g.edges().len(), 0);
+        assert_eq!(g.out_edges(0).count(), 0);
         g.extend(&[add("s", "a", "a")], reg).unwrap();
         assert_eq!(g.num_nodes(), 2);
+        assert_eq!(g.out_edges(0).count(), 2);
+        let s = g.find("s").unwrap();
+        assert_eq!(g.in_edges(s).count(), 2);
     }
 }

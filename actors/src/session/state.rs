@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use graph::passes::control_flow::{build_control_flow_info, ControlFlowInfo};
 use graph::passes::optimize::{
-    optimize_step, OptimizerOptions, PassReport, RewriterConfig, StepFacts,
+    optimize_graph, OptimizerOptions, PassReport, RewriterConfig, StepFacts,
 };
 use graph::passes::partition::PartitionOptions;
 use graph::passes::place::{place_graph, KernelSupport, Placement, PlacementOptions};
@@ -449,46 +449,35 @@ impl SessionState {
             check_outside_loops(&self.graph, frames, sig)?;
         }
         self.static_feed_shapes(&mut sg.feeds)?;
-        let g = Graph::from_graph_def(
-            &GraphDef {
-                node: sg.nodes,
-                ..Default::default()
-            },
-            OpRegistry::global(),
-        )?;
+        let mut g = Graph::from_nodes(std::mem::take(&mut sg.nodes), OpRegistry::global())?;
         let assignment = self.step_assignment(placed, &g)?;
-        let names: Vec<String> = self.devices.iter().map(ToString::to_string).collect();
         // The whole step is this process's worker's piece (one task): each node
         // goes with the name of its device.
-        let mut piece = GraphDef {
-            node: Vec::with_capacity(g.num_nodes()),
-            ..Default::default()
-        };
-        for (n, &d) in g.nodes().iter().zip(&assignment) {
-            let mut def = n.def.clone();
-            def.device.clone_from(&names[d]);
-            piece.node.push(def);
+        let names: Vec<String> = self.devices.iter().map(ToString::to_string).collect();
+        for (id, &d) in assignment.iter().enumerate() {
+            g.node_def_mut(id).device.clone_from(&names[d]);
         }
         // Optimized after placement, as TensorFlow optimizes placed graphs: CSE
         // merges only nodes on one device, and a folded Const keeps its node's.
-        let optimizations = self.optimize(&mut piece, &sg.feeds, sig)?;
-        let g = if optimizations.iter().any(|p| p.changed > 0) {
-            Graph::from_graph_def(&piece, OpRegistry::global())?
-        } else {
-            g
-        };
-        let placement = piece
-            .node
+        let (g, optimizations) = self.optimize(g, &sg.feeds, sig)?;
+        let placement = g
+            .nodes()
             .iter()
-            .map(|n| (n.name.clone(), n.device.clone()))
+            .map(|n| (n.def.name.clone(), n.def.device.clone()))
             .collect();
+        let fetch_feeds = if sig.partial {
+            fetch_feeds(&g)?
+        } else {
+            Vec::new()
+        };
+        let nodes = g.num_nodes();
         let registered = self.worker.register_graph(RegisterGraphRequest {
-            graph: piece,
+            graph: g.into_graph_def(),
             partial: sig.partial,
             partition: self.options.partition_options(),
         })?;
         tracing::debug!(
-            nodes = g.num_nodes(),
+            nodes,
             partitions = registered.partitions.len(),
             transfers = registered.transfers,
             scheduled_recvs = registered.scheduled_recvs,
@@ -506,27 +495,23 @@ impl SessionState {
             placement,
             transfers: registered.transfers,
             scheduled_recvs: registered.scheduled_recvs,
-            fetch_feeds: if sig.partial {
-                fetch_feeds(&g)?
-            } else {
-                Vec::new()
-            },
+            fetch_feeds,
             optimizations,
         })
     }
 
     /// Runs the graph optimizations the session's options enable on the placed
-    /// step `piece`, in place; returns what each pass did.
+    /// step `g`; returns it optimized and what each pass did.
     fn optimize(
         &self,
-        piece: &mut GraphDef,
+        g: Graph,
         feeds: &[FeedSpec],
         sig: &StepSignature,
-    ) -> Result<Vec<PassReport>> {
+    ) -> Result<(Graph, Vec<PassReport>)> {
         let options = &self.options.optimizer;
         let rewriter = &self.options.rewrite_options;
         if options.is_disabled() && rewriter.is_disabled() {
-            return Ok(Vec::new());
+            return Ok((g, Vec::new()));
         }
         let max_allocation = self
             .options
@@ -540,8 +525,8 @@ impl SessionState {
             arg_shapes: &arg_shapes,
             keep: &sig.targets,
         };
-        let out = optimize_step(std::mem::take(&mut piece.node), options, rewriter, &facts)?;
-        for p in &out.passes {
+        let (g, passes) = optimize_graph(g, options, rewriter, &facts)?;
+        for p in &passes {
             tracing::debug!(
                 pass = p.pass,
                 nodes_before = p.nodes_before,
@@ -550,8 +535,7 @@ impl SessionState {
                 "graph optimization"
             );
         }
-        piece.node = out.nodes;
-        Ok(out.passes)
+        Ok((g, passes))
     }
 
     /// A fed tensor whose node declares no shape (not a `Placeholder`) must still

@@ -497,7 +497,7 @@ impl WorkerInterface for LocalWorker {
         } else {
             (req.graph, None)
         };
-        let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
+        let g = Graph::from_nodes(gd.node, OpRegistry::global())?;
         let assignment = g
             .nodes()
             .iter()
@@ -524,15 +524,14 @@ impl WorkerInterface for LocalWorker {
             ..req.partition
         };
         let parts = partition_with(&g, &assignment, &pdevs, &popts)?;
+        let num_retvals = g.nodes().iter().filter(|n| n.op() == "_Retval").count();
+        // The partitions hold copies of every node: the piece's graph goes first.
+        drop(g);
         let registry = KernelRegistry::global();
         let mut partitions = Vec::with_capacity(parts.per_device.len());
         let mut graphs = Vec::with_capacity(parts.per_device.len());
         for (device, nodes) in parts.per_device {
-            let gd = GraphDef {
-                node: nodes,
-                ..Default::default()
-            };
-            let pg = Graph::from_graph_def(&gd, OpRegistry::global())?;
+            let pg = Graph::from_nodes(nodes, OpRegistry::global())?;
             let plan = ExecutorPlan::build(
                 &pg,
                 &self.devices[device],
@@ -543,9 +542,8 @@ impl WorkerInterface for LocalWorker {
                 },
             )?;
             partitions.push((device, Arc::new(plan)));
-            graphs.push((self.devices[device].name.clone(), gd));
+            graphs.push((self.devices[device].name.clone(), pg.into_graph_def()));
         }
-        let num_retvals = g.nodes().iter().filter(|n| n.op() == "_Retval").count();
         let handle: Arc<str> = Arc::from(format!(
             "{:016x}",
             self.next_handle.fetch_add(1, Ordering::Relaxed)

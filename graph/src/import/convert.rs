@@ -39,10 +39,66 @@ pub(crate) fn graph_from_proto(
     opts: &ImportOptions,
     problems: &mut Problems,
 ) -> Converted {
-    let mut converted_badly = HashSet::new();
-    let mut node = Vec::with_capacity(p.node.len());
+    let mut c = Converter::new(opts, p.node.len());
     for n in &p.node {
-        node.push(node_from_proto(n, opts, |k, e| {
+        c.node(n, problems);
+    }
+    c.finish(p.versions.as_ref(), p.library.as_ref())
+}
+
+/// Converts a serialised TensorFlow graph one node at a time: each `NodeDef` is
+/// decoded, converted and dropped before the next, so a large graph is never
+/// held both as TensorFlow's messages and as actorflow's nodes. The fields other
+/// than `node` (versions, library) are decoded together afterwards, as protobuf
+/// merges them. Returns the graph and its function library.
+pub(crate) fn graph_from_proto_bytes(
+    bytes: &[u8],
+    opts: &ImportOptions,
+    problems: &mut Problems,
+) -> std::result::Result<(Converted, Option<pb::FunctionDefLibrary>), prost::DecodeError> {
+    use prost::bytes::Buf;
+    use prost::encoding::{decode_key, skip_field, DecodeContext, WireType};
+    use prost::Message;
+    /// `GraphDef.node`'s field number.
+    const NODE: u32 = 1;
+    let mut buf = bytes;
+    let mut rest: Vec<u8> = Vec::new();
+    let mut c = Converter::new(opts, 0);
+    while buf.has_remaining() {
+        let start = bytes.len() - buf.remaining();
+        let (tag, wire_type) = decode_key(&mut buf)?;
+        if tag == NODE && wire_type == WireType::LengthDelimited {
+            let n = pb::NodeDef::decode_length_delimited(&mut buf)?;
+            c.node(&n, problems);
+        } else {
+            skip_field(wire_type, tag, &mut buf, DecodeContext::default())?;
+            rest.extend_from_slice(&bytes[start..bytes.len() - buf.remaining()]);
+        }
+    }
+    let other = pb::GraphDef::decode(rest.as_slice())?;
+    let converted = c.finish(other.versions.as_ref(), other.library.as_ref());
+    Ok((converted, other.library))
+}
+
+/// Converts nodes one by one; see [`graph_from_proto`].
+struct Converter<'a> {
+    opts: &'a ImportOptions,
+    node: Vec<NodeDef>,
+    converted_badly: HashSet<String>,
+}
+
+impl<'a> Converter<'a> {
+    fn new(opts: &'a ImportOptions, nodes: usize) -> Converter<'a> {
+        Converter {
+            opts,
+            node: Vec::with_capacity(nodes),
+            converted_badly: HashSet::new(),
+        }
+    }
+
+    fn node(&mut self, n: &pb::NodeDef, problems: &mut Problems) {
+        let converted_badly = &mut self.converted_badly;
+        self.node.push(node_from_proto(n, self.opts, |k, e| {
             problems.node(
                 &n.name,
                 &n.op,
@@ -52,23 +108,26 @@ pub(crate) fn graph_from_proto(
             converted_badly.insert(n.name.clone());
         }));
     }
-    let versions = p
-        .versions
-        .as_ref()
-        .map(|v| VersionDef {
-            producer: v.producer,
-            min_consumer: v.min_consumer,
-        })
-        .unwrap_or_default();
-    let functions = p
-        .library
-        .as_ref()
-        .map(pb::function_names)
-        .unwrap_or_default();
-    Converted {
-        graph: GraphDef { node, versions },
-        functions,
-        converted_badly,
+
+    fn finish(
+        self,
+        versions: Option<&pb::VersionDef>,
+        library: Option<&pb::FunctionDefLibrary>,
+    ) -> Converted {
+        let versions = versions
+            .map(|v| VersionDef {
+                producer: v.producer,
+                min_consumer: v.min_consumer,
+            })
+            .unwrap_or_default();
+        let functions = library.map(pb::function_names).unwrap_or_default();
+        let mut node = self.node;
+        node.shrink_to_fit();
+        Converted {
+            graph: GraphDef { node, versions },
+            functions,
+            converted_badly: self.converted_badly,
+        }
     }
 }
 

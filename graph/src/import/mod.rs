@@ -115,16 +115,20 @@ impl ImportOptions {
 /// Imports a decoded TensorFlow `GraphDef`; see the module docs.
 pub fn graph_def_from_tf_proto(p: &pb::GraphDef, opts: &ImportOptions) -> Result<GraphDef> {
     let mut problems = validate::Problems::default();
-    let mut c = convert::graph_from_proto(p, opts, &mut problems);
+    let c = convert::graph_from_proto(p, opts, &mut problems);
+    finish_import(c, p.library.as_ref(), opts, problems)
+}
+
+/// Inlines the library's functions into a converted graph and validates it.
+fn finish_import(
+    mut c: convert::Converted,
+    library: Option<&pb::FunctionDefLibrary>,
+    opts: &ImportOptions,
+    mut problems: validate::Problems,
+) -> Result<GraphDef> {
     let before = problems.len();
     let registry = OpRegistry::global();
-    inline::inline_functions(
-        &mut c.graph,
-        p.library.as_ref(),
-        opts,
-        registry,
-        &mut problems,
-    );
+    inline::inline_functions(&mut c.graph, library, opts, registry, &mut problems);
     // A failed inlining leaves calls half done: validating them would only add noise.
     if opts.validate && problems.len() == before {
         validate::validate(
@@ -139,16 +143,20 @@ pub fn graph_def_from_tf_proto(p: &pb::GraphDef, opts: &ImportOptions) -> Result
     Ok(c.graph)
 }
 
-/// Imports a binary (serialised protobuf) TensorFlow `GraphDef`.
+/// Imports a binary (serialised protobuf) TensorFlow `GraphDef`. It streams: each
+/// node is decoded and converted before the next is read, so the graph is never
+/// held twice (as TensorFlow's messages and as actorflow's nodes).
 pub fn graph_def_from_tf_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<GraphDef> {
-    let p = pb::GraphDef::decode(bytes).map_err(|e| {
-        Status::data_loss(format!(
-            "cannot parse {} bytes as a binary TensorFlow GraphDef: {e}",
-            bytes.len()
-        ))
-        .with_source(e)
-    })?;
-    graph_def_from_tf_proto(&p, opts)
+    let mut problems = validate::Problems::default();
+    let (c, library) =
+        convert::graph_from_proto_bytes(bytes, opts, &mut problems).map_err(|e| {
+            Status::data_loss(format!(
+                "cannot parse {} bytes as a binary TensorFlow GraphDef: {e}",
+                bytes.len()
+            ))
+            .with_source(e)
+        })?;
+    finish_import(c, library.as_ref(), opts, problems)
 }
 
 /// Imports a TensorFlow `GraphDef` in protobuf text format (`.pbtxt`).

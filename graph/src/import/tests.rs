@@ -301,3 +301,60 @@ fn attrs_out_of_range_are_invalid_argument_naming_the_node() {
         graph_def_from_tf_text(&text(&src), &ImportOptions::default()).unwrap();
     }
 }
+
+/// The streaming binary import gives what decoding the whole message first gives,
+/// for TensorFlow's own files (one with a function library and versions), and for
+/// a message whose fields are interleaved (protobuf merges repeated occurrences of
+/// a singular field, in order).
+#[test]
+fn streaming_binary_import_equals_whole_message_decode() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let opts = ImportOptions::default();
+    for name in ["functions.pb", "cond.pb", "variables.pb", "complex.pb"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let whole = pb::GraphDef::decode(bytes.as_slice()).unwrap();
+        assert!(!whole.node.is_empty(), "{name}");
+        // Errors too (complex.pb holds a dtype actorflow does not support).
+        assert_eq!(
+            graph_def_from_tf_bytes(&bytes, &opts).map_err(|e| e.to_string()),
+            graph_def_from_tf_proto(&whole, &opts).map_err(|e| e.to_string()),
+            "{name}"
+        );
+    }
+    let bytes = std::fs::read(dir.join("functions.pb")).unwrap();
+    let whole = pb::GraphDef::decode(bytes.as_slice()).unwrap();
+    assert!(whole.library.is_some() && whole.versions.is_some());
+    // Versions first, then the nodes one message each, with a second versions
+    // message in between that protobuf merges into the first.
+    let mut interleaved = Vec::new();
+    let versions = pb::GraphDef {
+        versions: whole.versions.clone(),
+        ..Default::default()
+    };
+    versions.encode(&mut interleaved).unwrap();
+    for (i, n) in whole.node.iter().enumerate() {
+        pb::GraphDef {
+            node: vec![n.clone()],
+            ..Default::default()
+        }
+        .encode(&mut interleaved)
+        .unwrap();
+        if i == 0 {
+            pb::GraphDef {
+                library: whole.library.clone(),
+                ..Default::default()
+            }
+            .encode(&mut interleaved)
+            .unwrap();
+        }
+    }
+    assert_eq!(
+        pb::GraphDef::decode(interleaved.as_slice()).unwrap(),
+        whole,
+        "the interleaved message means the same"
+    );
+    assert_eq!(
+        graph_def_from_tf_bytes(&interleaved, &opts).unwrap(),
+        graph_def_from_tf_proto(&whole, &opts).unwrap()
+    );
+}

@@ -349,6 +349,25 @@ fn fused_node(nodes: &[NodeDef], chain: &Chain) -> NodeDef {
     f
 }
 
+/// False when no fusion can apply to a graph of these ops: every fusion needs a
+/// contraction (`MatMul`, `Conv2D`) and a step after it (`BiasAdd`,
+/// `FusedBatchNorm`), so a graph without both is left alone uncopied.
+pub fn may_fuse<'a>(ops: impl Iterator<Item = &'a str>) -> bool {
+    let (mut contraction, mut step) = (false, false);
+    for op in ops {
+        match op {
+            "MatMul" | "Conv2D" => contraction = true,
+            "BiasAdd" | "BiasAddV1" | "FusedBatchNorm" | "FusedBatchNormV2"
+            | "FusedBatchNormV3" => step = true,
+            _ => continue,
+        }
+        if contraction && step {
+            return true;
+        }
+    }
+    false
+}
+
 /// Fuses every qualifying contraction chain of `nodes` (see the module docs)
 /// into one `_FusedMatMul` or `_FusedConv2D`, leaving the nodes named in
 /// `protected` (feeds, fetches, targets) computable; returns the number of

@@ -45,7 +45,7 @@ pub struct FoldOptions {
 /// The result of [`fold_constants`].
 #[derive(Clone, Debug)]
 pub struct FoldOutcome {
-    /// The step's nodes after the pass.
+    /// The step's nodes after the pass; empty when it replaced nothing.
     pub nodes: Vec<NodeDef>,
     /// Non-`Const` nodes replaced and removed.
     pub folded: usize,
@@ -158,7 +158,7 @@ pub fn fold_constants(
 ) -> Result<FoldOutcome> {
     let n = g.num_nodes();
     let unchanged = || FoldOutcome {
-        nodes: g.nodes().iter().map(|x| x.def.clone()).collect(),
+        nodes: Vec::new(),
         folded: 0,
         replaced: 0,
     };

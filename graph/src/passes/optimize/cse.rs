@@ -28,7 +28,8 @@ use crate::{AttrValue, Graph, Node, NodeDef, NodeId};
 /// The result of [`eliminate_common_subexpressions`].
 #[derive(Clone, Debug)]
 pub struct CseOutcome {
-    /// The step's nodes after the pass (the input's order, removed nodes left out).
+    /// The step's nodes after the pass (the input's order, removed nodes left
+    /// out); empty when it merged nothing.
     pub nodes: Vec<NodeDef>,
     /// Nodes removed.
     pub merged: usize,
@@ -133,7 +134,7 @@ fn node_hash(n: &Node, key: &Key) -> u64 {
 /// whose loop frames are malformed is returned unchanged.
 pub fn eliminate_common_subexpressions(g: &Graph, keep: &[String]) -> CseOutcome {
     let unchanged = || CseOutcome {
-        nodes: g.nodes().iter().map(|n| n.def.clone()).collect(),
+        nodes: Vec::new(),
         merged: 0,
     };
     let Ok(frames) = build_control_flow_info(g) else {

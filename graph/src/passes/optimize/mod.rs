@@ -25,7 +25,7 @@ pub mod cse;
 
 use std::collections::HashSet;
 
-use crate::{Graph, GraphDef, Node, NodeDef, OpRegistry, Result, Shape, Tensor};
+use crate::{Graph, Node, NodeDef, OpRegistry, Result, Shape, Tensor};
 
 /// Rounds of [`optimize_step`] at most (TensorFlow's `kMaxRounds`).
 pub const MAX_ROUNDS: usize = 10;
@@ -337,9 +337,32 @@ pub fn optimize_step(
     rewriter: &RewriterConfig,
     facts: &StepFacts<'_>,
 ) -> Result<Optimized> {
+    if options.is_disabled() && rewriter.is_disabled() {
+        return Ok(Optimized {
+            nodes,
+            passes: Vec::new(),
+        });
+    }
+    let g = Graph::from_nodes(nodes, facts.registry)?;
+    let (g, passes) = optimize_graph(g, options, rewriter, facts)?;
+    Ok(Optimized {
+        nodes: g.into_nodes(),
+        passes,
+    })
+}
+
+/// [`optimize_step`] of a step already built as a [`Graph`]: the graph is
+/// rebuilt only when a pass changed it, so a step the passes leave alone costs
+/// no copy.
+pub fn optimize_graph(
+    g: Graph,
+    options: &OptimizerOptions,
+    rewriter: &RewriterConfig,
+    facts: &StepFacts<'_>,
+) -> Result<(Graph, Vec<PassReport>)> {
     let mut passes = Vec::new();
     if options.is_disabled() && rewriter.is_disabled() {
-        return Ok(Optimized { nodes, passes });
+        return Ok((g, passes));
     }
     let mut fold = options
         .folding_enabled()
@@ -350,9 +373,7 @@ pub fn optimize_step(
     let folding = constant_folding::FoldOptions {
         max_constant_size_in_bytes: options.max_folded_bytes(),
     };
-    let mut nodes = nodes;
-    // The graph of `nodes`, rebuilt only when a pass changed them.
-    let mut g = graph_of(&nodes, facts.registry)?;
+    let mut g = g;
     for r in fold.iter_mut().chain(cse.iter_mut()) {
         r.nodes_before = g.num_nodes();
         r.nodes_after = g.num_nodes();
@@ -365,8 +386,7 @@ pub fn optimize_step(
                 r.nodes_after = (r.nodes_after + out.nodes.len()).saturating_sub(g.num_nodes());
                 r.changed += out.folded;
                 changed = true;
-                nodes = out.nodes;
-                g = graph_of(&nodes, facts.registry)?;
+                g = Graph::from_nodes(out.nodes, facts.registry)?;
             }
         }
         if let Some(r) = cse.as_mut() {
@@ -379,8 +399,7 @@ pub fn optimize_step(
                 r.nodes_after = (r.nodes_after + out.nodes.len()).saturating_sub(g.num_nodes());
                 r.changed += out.merged;
                 changed = true;
-                nodes = out.nodes;
-                g = graph_of(&nodes, facts.registry)?;
+                g = Graph::from_nodes(out.nodes, facts.registry)?;
             }
         }
         if !changed {
@@ -390,30 +409,25 @@ pub fn optimize_step(
     passes.extend(fold);
     passes.extend(cse);
     if rewriter.remapping_enabled() {
-        let protected: HashSet<String> = protected_names(&g, facts.keep)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let before = nodes.len();
-        let fused = crate::passes::remapper::remap(&mut nodes, &protected);
+        let before = g.num_nodes();
+        let mut fused = 0;
+        if crate::passes::remapper::may_fuse(g.nodes().iter().map(|n| n.op())) {
+            let protected: HashSet<String> = protected_names(&g, facts.keep)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let mut nodes = g.into_nodes();
+            fused = crate::passes::remapper::remap(&mut nodes, &protected);
+            g = Graph::from_nodes(nodes, facts.registry)?;
+        }
         passes.push(PassReport {
             pass: "remapper",
             nodes_before: before,
-            nodes_after: nodes.len(),
+            nodes_after: g.num_nodes(),
             changed: fused,
         });
     }
-    Ok(Optimized { nodes, passes })
-}
-
-fn graph_of(nodes: &[NodeDef], registry: &OpRegistry) -> Result<Graph> {
-    Graph::from_graph_def(
-        &GraphDef {
-            node: nodes.to_vec(),
-            ..Default::default()
-        },
-        registry,
-    )
+    Ok((g, passes))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::builder::{while_loop, Scope, WhileOptions};
 use crate::passes::prune::rewrite_for_step;
-use crate::{ops, DType, Status};
+use crate::{ops, DType, GraphDef, Status};
 
 /// Evaluates `AddV2` and `Mul` of equally shaped f32 tensors; counts its calls.
 #[derive(Default)]
