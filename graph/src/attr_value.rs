@@ -101,8 +101,9 @@ pub enum AttrValue {
     Shape(Shape),
     /// A constant tensor.
     Tensor(Tensor),
-    /// A list of one of the kinds above.
-    List(ListValue),
+    /// A list of one of the kinds above (boxed: a list holds one vector per
+    /// kind, and unboxed it would make every attribute value that large).
+    List(Box<ListValue>),
     /// A function reference.
     Func(NameAttrList),
     /// A placeholder for a function attribute, resolved at instantiation.
@@ -128,7 +129,13 @@ impl AttrValue {
 
     /// An empty list.
     pub fn empty_list() -> AttrValue {
-        AttrValue::List(ListValue::default())
+        AttrValue::List(Box::default())
+    }
+}
+
+impl From<ListValue> for AttrValue {
+    fn from(l: ListValue) -> AttrValue {
+        AttrValue::List(Box::new(l))
     }
 }
 
@@ -151,12 +158,12 @@ attr_from! {
     DType => |v| AttrValue::Type(v),
     Shape => |v| AttrValue::Shape(v),
     Tensor => |v| AttrValue::Tensor(v),
-    Vec<i64> => |v| AttrValue::List(ListValue { i: v, ..Default::default() }),
-    Vec<f32> => |v| AttrValue::List(ListValue { f: v, ..Default::default() }),
-    Vec<DType> => |v| AttrValue::List(ListValue { type_: v, ..Default::default() }),
-    Vec<String> => |v| AttrValue::List(ListValue { s: v, ..Default::default() }),
-    Vec<Shape> => |v| AttrValue::List(ListValue { shape: v, ..Default::default() }),
-    Vec<bool> => |v| AttrValue::List(ListValue { b: v, ..Default::default() }),
+    Vec<i64> => |v| AttrValue::from(ListValue { i: v, ..Default::default() }),
+    Vec<f32> => |v| AttrValue::from(ListValue { f: v, ..Default::default() }),
+    Vec<DType> => |v| AttrValue::from(ListValue { type_: v, ..Default::default() }),
+    Vec<String> => |v| AttrValue::from(ListValue { s: v, ..Default::default() }),
+    Vec<Shape> => |v| AttrValue::from(ListValue { shape: v, ..Default::default() }),
+    Vec<bool> => |v| AttrValue::from(ListValue { b: v, ..Default::default() }),
     NameAttrList => |v| AttrValue::Func(v),
 }
 

@@ -94,7 +94,8 @@ impl Node {
 pub struct Graph {
     nodes: Vec<Node>,
     edges: Vec<Edge>,
-    by_name: HashMap<String, NodeId>,
+    /// Seeded per process (a graph may come from a peer), and fast.
+    by_name: HashMap<String, NodeId, foldhash::fast::RandomState>,
 }
 
 impl Graph {

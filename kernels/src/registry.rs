@@ -77,7 +77,8 @@ impl KernelDef {
 /// Registered kernels; see the module docs.
 #[derive(Default)]
 pub struct KernelRegistry {
-    kernels: HashMap<(&'static str, &'static str), Vec<KernelDef>>,
+    /// By op, then by device type (a handful per op).
+    kernels: HashMap<&'static str, Vec<(&'static str, Vec<KernelDef>)>>,
 }
 
 impl KernelRegistry {
@@ -101,21 +102,17 @@ impl KernelRegistry {
 
     /// Adds a kernel.
     pub fn register(&mut self, def: KernelDef) {
-        self.kernels
-            .entry((def.op, def.device_type))
-            .or_default()
-            .push(def);
+        let by_device = self.kernels.entry(def.op).or_default();
+        match by_device.iter_mut().find(|(d, _)| *d == def.device_type) {
+            Some((_, defs)) => defs.push(def),
+            None => by_device.push((def.device_type, vec![def])),
+        }
     }
 
     /// The kernel for `node` (attributes with defaults filled in) on `device_type`,
     /// or `NotFound` explaining what is registered.
     pub fn find(&self, node: &NodeDef, device_type: &str) -> Result<&KernelDef> {
-        let candidates = self
-            .kernels
-            .iter()
-            .find(|((op, d), _)| *op == node.op && *d == device_type)
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[]);
+        let candidates = self.defs(&node.op, device_type);
         candidates.iter().find(|k| k.accepts(node)).ok_or_else(|| {
             let types: Vec<String> = node
                 .attr
@@ -138,7 +135,17 @@ impl KernelRegistry {
 
     /// True when some kernel can run `node` on `device_type`.
     pub fn supports(&self, node: &NodeDef, device_type: &str) -> bool {
-        self.find(node, device_type).is_ok()
+        self.defs(&node.op, device_type)
+            .iter()
+            .any(|k| k.accepts(node))
+    }
+
+    /// The kernels registered for `op` on `device_type`.
+    fn defs(&self, op: &str, device_type: &str) -> &[KernelDef] {
+        self.kernels
+            .get(op)
+            .and_then(|by_device| by_device.iter().find(|(d, _)| *d == device_type))
+            .map_or(&[], |(_, defs)| defs.as_slice())
     }
 
     /// Builds the kernel for a node; errors name the node.
@@ -151,8 +158,8 @@ impl KernelRegistry {
     pub fn ops_for_device(&self, device_type: &str) -> Vec<&'static str> {
         let mut v: Vec<_> = self
             .kernels
-            .keys()
-            .filter(|(_, d)| *d == device_type)
+            .iter()
+            .filter(|(_, by_device)| by_device.iter().any(|(d, _)| *d == device_type))
             .map(|(op, _)| *op)
             .collect();
         v.sort_unstable();

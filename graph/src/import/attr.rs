@@ -38,7 +38,7 @@ pub fn attr_from_proto(p: &pb::AttrValue, max_tensor_bytes: usize) -> Result<Att
         K::Tensor(t) => AttrValue::Tensor(tensor_from_proto_limited(t, max_tensor_bytes)?),
         K::Placeholder(s) => AttrValue::Placeholder(s.clone()),
         K::Func(f) => AttrValue::Func(func_from_proto(f, max_tensor_bytes)?),
-        K::List(l) => AttrValue::List(list_from_proto(l, max_tensor_bytes)?),
+        K::List(l) => AttrValue::from(list_from_proto(l, max_tensor_bytes)?),
     })
 }
 
@@ -163,7 +163,7 @@ mod tests {
         round_trip(AttrValue::empty_list());
         round_trip(AttrValue::from(vec![DType::F32, DType::I64]));
         round_trip(AttrValue::from(vec![Shape::scalar(), Shape::unknown()]));
-        round_trip(AttrValue::List(ListValue {
+        round_trip(AttrValue::from(ListValue {
             tensor: vec![Tensor::scalar(1u8)],
             func: vec![NameAttrList {
                 name: "f".into(),
@@ -204,7 +204,7 @@ mod tests {
             name: "outer".into(),
             attr: AttrMap::from([(
                 "g".into(),
-                AttrValue::List(ListValue {
+                AttrValue::from(ListValue {
                     func: vec![NameAttrList {
                         name: "inner".into(),
                         attr: AttrMap::new(),

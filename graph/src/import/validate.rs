@@ -339,17 +339,14 @@ mod tests {
 
     #[test]
     fn kinds() {
-        use crate::{DType, ListValue};
+        use crate::DType;
         let list_type = AttrType::List(Box::new(AttrType::Type));
         assert!(kind_matches(&AttrType::Type, &AttrValue::Type(DType::F32)));
         assert!(!kind_matches(&AttrType::Int, &AttrValue::Type(DType::F32)));
         assert!(kind_matches(&list_type, &AttrValue::empty_list()));
         assert!(kind_matches(&list_type, &AttrValue::from(vec![DType::F32])));
         assert!(!kind_matches(&list_type, &AttrValue::from(vec![1i64])));
-        assert!(!kind_matches(
-            &AttrType::Int,
-            &AttrValue::List(ListValue::default())
-        ));
+        assert!(!kind_matches(&AttrType::Int, &AttrValue::empty_list()));
         assert!(!kind_matches(&list_type, &AttrValue::I(1)));
         assert!(kind_matches(
             &AttrType::Int,

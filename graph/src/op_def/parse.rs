@@ -176,7 +176,7 @@ fn parse_default(spec: &str, ty: &AttrType, s: &str) -> Result<AttrValue> {
                     _ => return Err(bad(spec, "unsupported list default")),
                 }
             }
-            AttrValue::List(l)
+            AttrValue::from(l)
         }
         AttrType::Tensor | AttrType::Func => return Err(bad(spec, "no defaults for this kind")),
     })

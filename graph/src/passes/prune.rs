@@ -57,10 +57,12 @@ pub fn resolve_tensor<'a>(g: &Graph, name: &'a str, what: &str) -> Result<(usize
     Ok((id, t))
 }
 
-fn fresh(used: &mut HashSet<String>, base: String) -> String {
+/// `base`, or `base_1`, `base_2`, …: the first name neither a node of `g` nor
+/// one already made (`made`) has.
+fn fresh(g: &Graph, made: &mut HashSet<String>, base: String) -> String {
     let mut n = base.clone();
     let mut i = 1;
-    while !used.insert(n.clone()) {
+    while g.find(&n).is_some() || !made.insert(n.clone()) {
         n = format!("{base}_{i}");
         i += 1;
     }
@@ -74,7 +76,7 @@ pub fn rewrite_for_step(
     fetches: &[&str],
     targets: &[&str],
 ) -> Result<StepGraph> {
-    let mut used: HashSet<String> = g.nodes().iter().map(|n| n.def.name.clone()).collect();
+    let mut used: HashSet<String> = HashSet::new();
     // Fed tensors.
     let mut fed: HashMap<(usize, i32), String> = HashMap::new();
     let mut feed_specs = Vec::new();
@@ -93,7 +95,7 @@ pub fn rewrite_for_step(
         } else {
             Shape::unknown()
         };
-        let arg = fresh(&mut used, format!("_arg_{}_{}", t.node, t.port));
+        let arg = fresh(g, &mut used, format!("_arg_{}_{}", t.node, t.port));
         fed.insert((id, t.port), arg.clone());
         arg_nodes.push(
             NodeDef::new(arg, "_Arg")
@@ -124,7 +126,7 @@ pub fn rewrite_for_step(
                 }
             }
         };
-        let name = fresh(&mut used, format!("_retval_{}_{}_{i}", t.node, t.port));
+        let name = fresh(g, &mut used, format!("_retval_{}_{}_{i}", t.node, t.port));
         retvals.push(
             NodeDef::new(name, "_Retval")
                 .with_input(src)
@@ -153,15 +155,18 @@ pub fn rewrite_for_step(
             }
         }
     }
-    let mut nodes = Vec::new();
+    let mut nodes = Vec::with_capacity(keep.iter().filter(|&&k| k).count());
     for (id, n) in g.nodes().iter().enumerate() {
         if !keep[id] {
             continue;
         }
-        let mut def = n.def.clone();
+        if fed.is_empty() {
+            nodes.push(n.def.clone());
+            continue;
+        }
         let mut data_index = 0;
-        let mut rewired = Vec::with_capacity(def.input.len());
-        for s in &def.input {
+        let mut rewired = Vec::with_capacity(n.def.input.len());
+        for s in &n.def.input {
             let t = TensorId::parse(s)?;
             if t.is_control() {
                 rewired.push(s.clone());
@@ -176,19 +181,35 @@ pub fn rewrite_for_step(
             }
             data_index += 1;
         }
-        def.input = rewired;
-        nodes.push(def);
+        nodes.push(NodeDef {
+            name: n.def.name.clone(),
+            op: n.def.op.clone(),
+            input: rewired,
+            device: n.def.device.clone(),
+            attr: n.def.attr.clone(),
+        });
     }
     // Only the _Args a kept node reads (or a fetch returns) are needed.
-    let referenced: HashSet<&str> = nodes
-        .iter()
-        .chain(retvals.iter())
-        .flat_map(|n| n.input.iter().map(String::as_str))
-        .collect();
-    let mut out: Vec<NodeDef> = arg_nodes
-        .into_iter()
-        .filter(|a| referenced.contains(a.name.as_str()))
-        .collect();
+    let mut read = vec![false; arg_nodes.len()];
+    if !arg_nodes.is_empty() {
+        let index: HashMap<&str, usize> = arg_nodes
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.as_str(), i))
+            .collect();
+        for input in nodes.iter().chain(retvals.iter()).flat_map(|n| &n.input) {
+            if let Some(&i) = index.get(input.as_str()) {
+                read[i] = true;
+            }
+        }
+    }
+    let mut out: Vec<NodeDef> = Vec::with_capacity(arg_nodes.len() + nodes.len() + retvals.len());
+    out.extend(
+        arg_nodes
+            .into_iter()
+            .zip(read)
+            .filter_map(|(a, read)| read.then_some(a)),
+    );
     out.extend(nodes);
     out.extend(retvals);
     Ok(StepGraph {

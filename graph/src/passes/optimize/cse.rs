@@ -65,10 +65,10 @@ fn attr_eq(a: &AttrValue, b: &AttrValue) -> bool {
                     .all(|(p, q)| p.to_bits() == q.to_bits())
                 && crate::ListValue {
                     f: Vec::new(),
-                    ..x.clone()
+                    ..(**x).clone()
                 } == crate::ListValue {
                     f: Vec::new(),
-                    ..y.clone()
+                    ..(**y).clone()
                 }
         }
         _ => a == b,
