@@ -681,6 +681,67 @@ def serve_mlp_batch32_ms():
 
 
 # Every workload, in report order (workloads::all()).
+def proc_status_bytes(field):
+    """A `VmRSS`/`VmHWM` line of /proc/self/status in bytes (proc_status_bytes in
+    workloads.rs); None where there is no such file."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def compile_chain(n, figure):
+    """compile_chain in workloads.rs: a chain of `n` scalar AddV2 of one shared
+    Const 1.0 on a placeholder, built once as a GraphDef; each repetition imports
+    it into a new graph, opens a session and runs it once (TensorFlow's import +
+    first run, as actorflow's figure is Session::new + the first run). Bytes: the
+    first repetition's peak RSS growth (the high-water mark reset through
+    /proc/self/clear_refs), per node."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [], name="x")
+        one = tf.constant(1.0, tf.float32)
+        y = x
+        for _ in range(n):
+            y = tf.add(y, one)
+    gd = g.as_graph_def()
+    y_name = y.name
+    del g
+    first_bytes = []
+
+    def rep():
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            reset = True
+        except OSError:
+            reset = False
+        before = proc_status_bytes("VmRSS")
+        t = time.perf_counter()
+        graph = tf.Graph()
+        with graph.as_default():
+            tf1.import_graph_def(gd, name="")
+        sess = session(graph)
+        out = sess.run(y_name, {"x:0": np.float32(0.0)})
+        elapsed = time.perf_counter() - t
+        peak = proc_status_bytes("VmHWM")
+        sess.close()
+        if out != n:
+            raise RuntimeError("the chain computed %r, not %d" % (out, n))
+        if figure == "us":
+            return elapsed * 1e6 / n
+        if not first_bytes:
+            ok = reset and before is not None and peak is not None
+            first_bytes.append((peak - before) / n if ok else float("nan"))
+        return first_bytes[0]
+
+    return rep, lambda: None
+
+
 WORKLOADS = [
     ("run_overhead_us", run_overhead),
     ("chain_ns_per_node", chain),
@@ -702,6 +763,13 @@ WORKLOADS = [
     ("serve_mlp_rps", serve_mlp_rps),
     ("serve_mlp_p99_ms", serve_mlp_p99_ms),
     ("serve_mlp_batch32_ms", serve_mlp_batch32_ms),
+    ("compile_us_per_node_10k", lambda: compile_chain(10_000, "us")),
+    ("compile_bytes_per_node_10k", lambda: compile_chain(10_000, "bytes")),
+    ("compile_us_per_node_100k", lambda: compile_chain(100_000, "us")),
+    ("compile_bytes_per_node_100k", lambda: compile_chain(100_000, "bytes")),
+    # Minutes per repetition in TensorFlow: run with --repetitions 1.
+    ("compile_us_per_node_1m", lambda: compile_chain(1_000_000, "us")),
+    ("compile_bytes_per_node_1m", lambda: compile_chain(1_000_000, "bytes")),
 ]
 
 

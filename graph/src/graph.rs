@@ -126,6 +126,8 @@ impl Graph {
     /// the graph is unchanged.
     pub fn extend(&mut self, defs: &[NodeDef], registry: &OpRegistry) -> Result<()> {
         let (nodes, edges) = (self.nodes.len(), self.edges.len());
+        self.nodes.reserve(defs.len());
+        self.by_name.reserve(defs.len());
         self.extend_in_place(defs.iter().cloned(), registry)
             .inspect_err(|_| self.truncate(nodes, edges))
     }
@@ -156,19 +158,23 @@ impl Graph {
             if def.name.is_empty() {
                 return Err(Status::invalid_argument("a node has an empty name"));
             }
-            if self.by_name.contains_key(&def.name) {
-                return Err(Status::invalid_argument(format!(
-                    "duplicate node name '{}'",
-                    def.name
-                ))
-                .with_node(&def.name));
-            }
             let op_def = registry
                 .lookup(&def.op)
                 .map_err(|e| e.with_node(&def.name))?;
             let sig = op_def.validate(&mut def)?;
             let id = self.nodes.len();
-            self.by_name.insert(def.name.clone(), id);
+            match self.by_name.entry(def.name.clone()) {
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    return Err(Status::invalid_argument(format!(
+                        "duplicate node name '{}'",
+                        def.name
+                    ))
+                    .with_node(&def.name))
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(id);
+                }
+            }
             self.nodes.push(Node {
                 def,
                 op_def,

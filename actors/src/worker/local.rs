@@ -523,15 +523,27 @@ impl WorkerInterface for LocalWorker {
             recv_scheduling: req.partition.recv_scheduling && !req.partial,
             ..req.partition
         };
-        let parts = partition_with(&g, &assignment, &pdevs, &popts)?;
         let num_retvals = g.nodes().iter().filter(|n| n.op() == "_Retval").count();
-        // The partitions hold copies of every node: the piece's graph goes first.
-        drop(g);
+        let (pieces, transfers, scheduled_recvs) = match assignment.split_first() {
+            // A piece on one device is its own partition: partitioning it would
+            // copy every node and change none.
+            Some((&d, rest)) if rest.iter().all(|&x| x == d) => (vec![(d, g)], 0, 0),
+            _ => {
+                let parts = partition_with(&g, &assignment, &pdevs, &popts)?;
+                // The partitions hold copies of every node: the piece's graph goes.
+                drop(g);
+                let graphs = parts
+                    .per_device
+                    .into_iter()
+                    .map(|(d, nodes)| Ok((d, Graph::from_nodes(nodes, OpRegistry::global())?)))
+                    .collect::<Result<Vec<_>>>()?;
+                (graphs, parts.transfers, parts.scheduled_recvs)
+            }
+        };
         let registry = KernelRegistry::global();
-        let mut partitions = Vec::with_capacity(parts.per_device.len());
-        let mut graphs = Vec::with_capacity(parts.per_device.len());
-        for (device, nodes) in parts.per_device {
-            let pg = Graph::from_nodes(nodes, OpRegistry::global())?;
+        let mut partitions = Vec::with_capacity(pieces.len());
+        let mut graphs = Vec::with_capacity(pieces.len());
+        for (device, pg) in pieces {
             let plan = ExecutorPlan::build(
                 &pg,
                 &self.devices[device],
@@ -560,8 +572,8 @@ impl WorkerInterface for LocalWorker {
         Ok(RegisteredGraph {
             handle,
             partitions: graphs,
-            transfers: parts.transfers,
-            scheduled_recvs: parts.scheduled_recvs,
+            transfers,
+            scheduled_recvs,
         })
     }
 

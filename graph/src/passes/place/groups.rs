@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{KernelSupport, PlacementOptions};
-use crate::{DType, DeviceName, Graph, NodeId, Status};
+use crate::{AttrValue, DType, DeviceName, Graph, NodeId, Status};
 
 /// Union-find over node ids (path halving; the smaller id is the root).
 pub(super) struct UnionFind(Vec<usize>);
@@ -64,8 +64,10 @@ fn union_colocated(g: &Graph) -> UnionFind {
     let mut class_leader: HashMap<String, usize> = HashMap::new();
     for id in 0..n {
         let node = g.node(id);
-        if let Ok(classes) = node.def.get_attr::<Vec<String>>("_class") {
-            for c in classes {
+        // Read in place: most nodes have no `_class`, and a typed read of a
+        // missing attribute builds an error.
+        if let Some(AttrValue::List(classes)) = node.def.attr.get("_class") {
+            for c in &classes.s {
                 if let Some(target) = c.strip_prefix("loc:@") {
                     let leader = *class_leader
                         .entry(target.to_owned())
@@ -144,22 +146,25 @@ fn requested_devices(g: &Graph) -> Vec<Result<Option<DeviceName>, Status>> {
     // so reference cycles through loops end).
     let mut done = vec![false; n];
     let mut out = own.clone();
+    let mut stack = Vec::new();
+    let mut producers: Vec<usize> = Vec::new();
     for start in 0..n {
-        let mut stack = vec![(start, false)];
+        stack.push((start, false));
         while let Some((id, ready)) = stack.pop() {
             if done[id] {
                 continue;
             }
-            let producers: Vec<usize> = g
-                .in_edges(id)
-                .filter(|e| !e.is_control())
-                .filter(|e| {
-                    g.node(e.src)
-                        .output_type(e.src_output as usize)
-                        .is_some_and(|t| t.is_ref || t.dtype == DType::Resource)
-                })
-                .map(|e| e.src)
-                .collect();
+            producers.clear();
+            producers.extend(
+                g.in_edges(id)
+                    .filter(|e| !e.is_control())
+                    .filter(|e| {
+                        g.node(e.src)
+                            .output_type(e.src_output as usize)
+                            .is_some_and(|t| t.is_ref || t.dtype == DType::Resource)
+                    })
+                    .map(|e| e.src),
+            );
             if !ready {
                 stack.push((id, true));
                 stack.extend(producers.iter().filter(|&&p| !done[p]).map(|&p| (p, false)));
@@ -167,7 +172,7 @@ fn requested_devices(g: &Graph) -> Vec<Result<Option<DeviceName>, Status>> {
             }
             done[id] = true;
             let Ok(Some(mine)) = &own[id] else { continue };
-            for p in producers {
+            for &p in &producers {
                 if let Ok(Some(theirs)) = &out[p] {
                     if mine.merge(theirs).is_err() {
                         out[id] = Ok(Some(theirs.clone()));
