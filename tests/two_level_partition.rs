@@ -164,7 +164,8 @@ impl TwoLevel {
                     graph: GraphDef {
                         node: nodes.clone(),
                         ..Default::default()
-                    },
+                    }
+                    .into(),
                     ..Default::default()
                 })
                 .unwrap();

@@ -79,7 +79,7 @@ fn feeds_and_fetches_travel_by_rendezvous_key() {
     let w = worker(&rt);
     let reg = w
         .register_graph(RegisterGraphRequest {
-            graph: piece(),
+            graph: piece().into(),
             ..Default::default()
         })
         .unwrap();
@@ -143,7 +143,7 @@ fn a_step_is_aborted_from_outside_or_by_its_deadline() {
     let w = worker(&rt);
     let reg = w
         .register_graph(RegisterGraphRequest {
-            graph: piece(),
+            graph: piece().into(),
             ..Default::default()
         })
         .unwrap();
@@ -184,7 +184,7 @@ fn unknown_handles_and_foreign_devices_are_clear_errors() {
     g.node[1].device = "/job:ps/replica:0/task:3/device:CPU:0".into();
     let e = w
         .register_graph(RegisterGraphRequest {
-            graph: g,
+            graph: g.into(),
             ..Default::default()
         })
         .unwrap_err();
@@ -193,7 +193,7 @@ fn unknown_handles_and_foreign_devices_are_clear_errors() {
 
     let reg = w
         .register_graph(RegisterGraphRequest {
-            graph: piece(),
+            graph: piece().into(),
             ..Default::default()
         })
         .unwrap();
@@ -244,7 +244,7 @@ fn a_peer_receive_may_come_before_the_step_runs() {
     };
     let reg = w
         .register_graph(RegisterGraphRequest {
-            graph,
+            graph: graph.into(),
             ..Default::default()
         })
         .unwrap();

@@ -608,8 +608,8 @@ impl WorkerInterface for ClusterWorker {
         // Feeds the step does not need have no `_Arg` (pruned), but keep their
         // places in the call: the arguments a run must bring are those up to the
         // highest `_Arg` index.
-        let args = req
-            .graph
+        let gd = req.graph.into_graph_def();
+        let args = gd
             .node
             .iter()
             .filter(|n| n.op == "_Arg")
@@ -618,7 +618,7 @@ impl WorkerInterface for ClusterWorker {
                     .map(|i| usize::try_from(i).unwrap_or(0) + 1)
             })
             .try_fold(0, |m, i| i.map(|i| m.max(i)))?;
-        let (gd, arg_keys, retval_keys) = self.client_terminate(req.graph)?;
+        let (gd, arg_keys, retval_keys) = self.client_terminate(gd)?;
         let g = Graph::from_graph_def(&gd, OpRegistry::global())?;
         let assignment = g
             .nodes()
@@ -650,7 +650,7 @@ impl WorkerInterface for ClusterWorker {
             match &self.tasks[task].link {
                 Link::Local(w) => {
                     let h = w.register_graph(RegisterGraphRequest {
-                        graph: piece.clone(),
+                        graph: piece.clone().into(),
                         partition: req.partition,
                         ..Default::default()
                     });

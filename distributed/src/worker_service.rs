@@ -247,7 +247,7 @@ impl WorkerState {
             .ok_or_else(|| Status::invalid_argument("RegisterGraph without a graph_def"))?;
         let graph = graph_def_from_tf_proto(gd, &ImportOptions::default())?;
         let reg = w.register_graph(RegisterGraphRequest {
-            graph,
+            graph: graph.into(),
             partition: wire::partition_options_from_proto(r.graph_options.as_ref()),
             ..Default::default()
         })?;

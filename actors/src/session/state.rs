@@ -472,7 +472,7 @@ impl SessionState {
         };
         let nodes = g.num_nodes();
         let registered = self.worker.register_graph(RegisterGraphRequest {
-            graph: g.into_graph_def(),
+            graph: g.into(),
             partial: sig.partial,
             partition: self.options.partition_options(),
         })?;

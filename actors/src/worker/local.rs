@@ -491,13 +491,15 @@ fn collect_recvs(rendezvous: &dyn Rendezvous, keys: &[String], result: &mut Step
 
 impl WorkerInterface for LocalWorker {
     fn register_graph(&self, req: RegisterGraphRequest) -> Result<RegisteredGraph> {
-        let (gd, partial_keys) = if req.partial {
-            let (gd, keys) = self.client_terminate(req.graph)?;
-            (gd, Some(keys))
+        let (g, partial_keys) = if req.partial {
+            let (gd, keys) = self.client_terminate(req.graph.into_graph_def())?;
+            (
+                Graph::from_nodes(gd.node, OpRegistry::global())?,
+                Some(keys),
+            )
         } else {
-            (req.graph, None)
+            (req.graph.into_graph()?, None)
         };
-        let g = Graph::from_nodes(gd.node, OpRegistry::global())?;
         let assignment = g
             .nodes()
             .iter()

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use graph::passes::partition::PartitionOptions;
-use graph::{GraphDef, Result, Tensor};
+use graph::{Graph, GraphDef, OpRegistry, Result, Tensor};
 use rendezvous::CompletionReceiver;
 
 use crate::step::StepResult;
@@ -32,12 +32,58 @@ pub mod partial_step;
 #[cfg(feature = "runtime")]
 pub use local::LocalWorker;
 
+/// A piece's nodes as its worker receives them.
+#[derive(Clone, Debug)]
+pub enum PieceGraph {
+    /// Nodes to validate and index (from a peer, a file, a test).
+    Nodes(GraphDef),
+    /// A graph this process built and validated already (a session's step,
+    /// handed to its in-process worker): the worker does not index it again.
+    Validated(Graph),
+}
+
+impl PieceGraph {
+    /// The nodes, given up.
+    pub fn into_graph_def(self) -> GraphDef {
+        match self {
+            PieceGraph::Nodes(gd) => gd,
+            PieceGraph::Validated(g) => g.into_graph_def(),
+        }
+    }
+
+    /// The graph, validated against the global registry unless it was already.
+    pub fn into_graph(self) -> Result<Graph> {
+        match self {
+            PieceGraph::Nodes(gd) => Graph::from_nodes(gd.node, OpRegistry::global()),
+            PieceGraph::Validated(g) => Ok(g),
+        }
+    }
+}
+
+impl Default for PieceGraph {
+    fn default() -> PieceGraph {
+        PieceGraph::Nodes(GraphDef::default())
+    }
+}
+
+impl From<GraphDef> for PieceGraph {
+    fn from(gd: GraphDef) -> PieceGraph {
+        PieceGraph::Nodes(gd)
+    }
+}
+
+impl From<Graph> for PieceGraph {
+    fn from(g: Graph) -> PieceGraph {
+        PieceGraph::Validated(g)
+    }
+}
+
 /// A task's piece of a step, to be registered with its worker.
 #[derive(Clone, Debug, Default)]
 pub struct RegisterGraphRequest {
     /// The piece: every node's `device` is the full name of the device it was
     /// placed on, one of the worker's.
-    pub graph: GraphDef,
+    pub graph: PieceGraph,
     /// Register it for partial runs: its `_Arg`s and `_Retval`s become
     /// client-terminated `_Recv`s and `_Send`s, so feeds can arrive and fetches
     /// leave while it runs (TensorFlow registers a partial run's graph without
