@@ -71,6 +71,24 @@ fn is_foldable(n: &Node, evaluator: &dyn NodeEvaluator) -> bool {
         && evaluator.can_evaluate(n)
 }
 
+/// Whether `u` could be the first node folded: a shape op (its value may come
+/// from shapes alone), or a foldable node whose data inputs are all `Const`s.
+/// Every folded node is one of these or reads only folded nodes, so a graph
+/// without one has nothing to fold, and the pass skips the shape inference.
+fn may_start_folding(g: &Graph, u: NodeId, evaluator: &dyn NodeEvaluator) -> bool {
+    let node = g.node(u);
+    match node.op() {
+        "Const" => false,
+        "Shape" | "ShapeN" | "Size" | "Rank" => true,
+        _ => {
+            g.in_edges(u)
+                .filter(|e| !e.is_control())
+                .all(|e| g.node(e.src).op() == "Const")
+                && is_foldable(node, evaluator)
+        }
+    }
+}
+
 /// Ops that declare no state but read files, whose answers may change between
 /// steps: evaluated at run time, never at build.
 fn reads_the_outside_world(op: &str) -> bool {
@@ -162,6 +180,9 @@ pub fn fold_constants(
         folded: 0,
         replaced: 0,
     };
+    if !(0..n).any(|u| may_start_folding(g, u, facts.evaluator)) {
+        return Ok(unchanged());
+    }
     let max = options.max_constant_size_in_bytes;
     let order = topological_order(g);
     let shapes = infer_shapes_with(g, &|u| {
