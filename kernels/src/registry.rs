@@ -62,14 +62,14 @@ impl KernelDef {
         let types = self
             .constraints
             .iter()
-            .all(|(attr, allowed)| match node.attr.get(*attr) {
+            .all(|(attr, allowed)| match node.attr.get(attr) {
                 Some(AttrValue::Type(t)) => allowed.contains(t),
                 Some(AttrValue::List(l)) => l.type_.iter().all(|t| allowed.contains(t)),
                 _ => false,
             });
         types
             && self.attr_constraints.iter().all(
-                |(attr, want)| matches!(node.attr.get(*attr), Some(AttrValue::S(v)) if v == want),
+                |(attr, want)| matches!(node.attr.get(attr), Some(AttrValue::S(v)) if v == want),
             )
     }
 }

@@ -16,7 +16,7 @@ type Grads = Result<Vec<Option<Output>>>;
 /// Copies the named attributes of the differentiated op onto `b`.
 fn copy_attrs(c: &GradContext<'_>, mut b: OpBuilder, names: &[&str]) -> Result<OpBuilder> {
     for n in names {
-        if let Some(v) = c.node.attr.get(*n) {
+        if let Some(v) = c.node.attr.get(n) {
             b = b.attr(n, v.clone());
         }
     }
